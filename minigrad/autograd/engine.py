@@ -1,0 +1,157 @@
+"""The backward pass: walk the graph from the output to the leaves, applying the chain rule.
+
+    1. Order the nodes so that each comes after every node that uses its outputs
+       (a depth-first search with an explicit stack: no recursion, so a 100,000-node chain
+       is fine under Python's default recursion limit).
+    2. Seed dL/dL = 1 (or the given ``gradient``) at the output.
+    3. For each node in that order, hand the gradients of its outputs to its ``backward``,
+       which returns one gradient per input; add each into the input's pending gradient.
+       Leaves (tensors made by the user) collect theirs in ``.grad``.
+
+Every gradient that arrives at a tensor is summed: a tensor used twice gets both
+contributions (the multivariate chain rule).
+"""
+
+from __future__ import annotations
+
+from minigrad.autograd.function import _check_finite
+from minigrad.autograd.grad_mode import modes, set_grad_enabled
+
+
+def topological_order(root_node) -> list:
+    """Nodes reachable from ``root_node``, each before the nodes that produced its inputs."""
+    order, visited = [], set()
+    stack = [(root_node, False)]
+    while stack:
+        node, inputs_done = stack.pop()
+        if inputs_done:
+            order.append(node)
+            continue
+        if node in visited:
+            continue
+        visited.add(node)
+        stack.append((node, True))
+        for arg in node.inputs:
+            parent = getattr(arg, "grad_fn", None)
+            if parent is not None and parent not in visited:
+                stack.append((parent, False))
+    order.reverse()
+    return order
+
+
+def _seed_gradient(output, gradient):
+    if gradient is None:
+        if output.numel() != 1:
+            raise RuntimeError(
+                f"backward: grad can be implicitly created only for a scalar output, but the "
+                f"output has shape {output.shape}; pass gradient= (a tensor of that shape), "
+                "or reduce the output first, e.g. loss = out.sum()"
+            )
+        return output.ones_like_detached()
+    gradient = output.as_same_kind(gradient)
+    if gradient.shape != output.shape:
+        raise RuntimeError(
+            f"backward: gradient has shape {gradient.shape} but the output has shape "
+            f"{output.shape}; they must match"
+        )
+    return gradient
+
+
+def _accumulate(current, new):
+    return new if current is None else current + new
+
+
+def _run_hooks(tensor, grad):
+    for hook in tuple(tensor._hooks.values()):
+        result = hook(grad)
+        if result is not None:
+            grad = result
+    return grad
+
+
+def backward(output, gradient=None, retain_graph=False, create_graph=False) -> None:
+    """Compute d output / d leaf for every leaf that requires grad; see Tensor.backward."""
+    if not output.requires_grad:
+        raise RuntimeError(
+            "backward: the tensor does not require grad and has no grad_fn: nothing in its "
+            "history requires grad (set requires_grad=True on a leaf, or check for no_grad)"
+        )
+    retain_graph = retain_graph or create_graph
+    seed = _seed_gradient(output, gradient)
+
+    with set_grad_enabled(create_graph):
+        if output.grad_fn is None:  # backward on a leaf: its gradient is the seed itself
+            _finish_leaf(output, seed)
+            return
+
+        pending = {output.grad_fn: {output._output_index: seed}}
+        leaf_grads = {}
+        for node in topological_order(output.grad_fn):
+            output_grads = pending.pop(node, None)
+            if output_grads is None:
+                continue
+            _backward_node(node, output_grads, pending, leaf_grads)
+            if not retain_graph:
+                node.free_saved()
+        for leaf, grad in leaf_grads.values():
+            _finish_leaf(leaf, grad)
+
+
+def _finish_leaf(leaf, grad) -> None:
+    if leaf._hooks:
+        grad = _run_hooks(leaf, grad)
+    if not create_graph_active() and grad.grad_fn is not None:
+        grad = grad.detach()
+    leaf.grad = _accumulate(leaf.grad, grad)
+
+
+def create_graph_active() -> bool:
+    return modes.grad_enabled
+
+
+def _backward_node(node, output_grads, pending, leaf_grads) -> None:
+    grads = []
+    for index, ref in enumerate(node.outputs):
+        grad = output_grads.get(index)
+        tensor = ref()
+        if grad is not None and tensor is not None:
+            if tensor._hooks:
+                grad = _run_hooks(tensor, grad)
+            if tensor._retains_grad:
+                tensor.grad = _accumulate(tensor.grad, grad if modes.grad_enabled else grad.detach())
+        if grad is None and tensor is not None:
+            grad = tensor.zeros_like_detached()
+        grads.append(grad)
+
+    input_grads = node.function.backward(node, *grads)
+    if not isinstance(input_grads, tuple):
+        input_grads = (input_grads,)
+    if len(input_grads) < len(node.inputs):
+        raise RuntimeError(
+            f"{node.name}.backward returned {len(input_grads)} gradients for "
+            f"{len(node.inputs)} inputs"
+        )
+    if modes.anomaly:
+        arrays = [getattr(g, "data", None) for g in input_grads]
+        _check_finite(node.name, "backward", arrays, node.inputs)
+    if modes.record_edge_grads:
+        node.edge_grad_norms = [None] * len(node.inputs)
+
+    for position, (arg, grad) in enumerate(zip(node.inputs, input_grads)):
+        if grad is None or not node.needs_input_grad[position]:
+            continue
+        if grad.shape != arg.shape:
+            raise RuntimeError(
+                f"{node.name}.backward returned a gradient of shape {grad.shape} for input "
+                f"{position} of shape {arg.shape}"
+            )
+        if modes.record_edge_grads:
+            node.edge_grad_norms[position] = grad.norm_value()
+        parent = arg.grad_fn
+        if parent is None:
+            key = id(arg)
+            previous = leaf_grads.get(key, (arg, None))[1]
+            leaf_grads[key] = (arg, _accumulate(previous, grad))
+        else:
+            slot = pending.setdefault(parent, {})
+            slot[arg._output_index] = _accumulate(slot.get(arg._output_index), grad)

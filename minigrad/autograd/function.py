@@ -1,0 +1,232 @@
+"""``Function``: one differentiable op, and ``Context``: the graph node that a call leaves.
+
+An op is a subclass of Function with two static methods side by side::
+
+    class Exp(Function):
+        @staticmethod
+        def forward(ctx, x):              # x: a raw ndarray (numpy or cupy)
+            y = xp_of(x).exp(x)
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad):          # grad: dL/dy as a Tensor
+            (y,) = ctx.saved_tensors      # d exp(x)/dx = exp(x) = y
+            return grad * y               # dL/dx, one per input of forward
+
+and is called as ``Exp.apply(t)``. Forward works on arrays; backward works on Tensors, with
+Tensor ops. When ``backward(create_graph=True)`` records those ops, the backward pass is
+itself a graph, and second derivatives come for free (the DeZero and PyTorch design).
+
+A saved array that *is* one of the op's input or output arrays comes back from
+``ctx.saved_tensors`` as that very Tensor, still connected to the graph; anything else comes
+back as a constant. That is what makes ``grad * y`` above differentiable in ``x``.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from minigrad.autograd.grad_mode import modes
+import numpy as np
+
+from minigrad.backend import array_module, device_of
+from minigrad.errors import DeviceError, MinigradError, OutOfRangeError, ShapeError
+
+
+class _SavedOutput:
+    """A saved output of the op itself. Held weakly (the output holds this node already)."""
+
+    __slots__ = ("index", "array")
+
+    def __init__(self, index, array):
+        self.index, self.array = index, array
+
+
+class Context:
+    """The node that one op call adds to the graph; PyTorch names it ``ctx``.
+
+    ``function`` is the op, ``inputs`` its arguments (Tensors, or the constants it was given),
+    ``outputs`` weak references to the Tensors it made. Ops may keep small settings on it
+    as attributes (``ctx.dim = dim``); arrays go through ``save_for_backward`` so that
+    ``backward`` can free them.
+    """
+
+    def __init__(self):
+        self.function = None
+        self.inputs = ()
+        self.outputs = ()
+        self.needs_input_grad = ()
+        self.edge_grad_norms = None  # filled by backward inside viz.record_grads()
+        self.saved_bytes = 0
+        self._saved = ()
+        self._freed = False
+
+    @property
+    def name(self) -> str:
+        return self.function.__name__ if self.function else "?"
+
+    def save_for_backward(self, *values) -> None:
+        """Keep arrays (or Tensors) for backward; read them back with ``saved_tensors``."""
+        self._saved = values
+
+    @property
+    def saved_tensors(self) -> tuple:
+        if self._freed:
+            raise RuntimeError(
+                f"{self.name}: trying to backward through the graph a second time, but the "
+                "arrays it saved were freed after the first backward. Pass "
+                "retain_graph=True to the first backward() if you need to call it again."
+            )
+        return tuple(self._as_tensor(value) for value in self._saved)
+
+    def _as_tensor(self, value):
+        if isinstance(value, Tensor):
+            return value
+        if isinstance(value, _SavedOutput):
+            output = self.outputs[value.index]()
+            return output if output is not None else Tensor._make(value.array)
+        if hasattr(value, "shape") and hasattr(value, "dtype"):
+            return Tensor._make(value)
+        return value
+
+    def _link_saved(self, arrays, output_arrays) -> None:
+        """Replace saved arrays that are inputs or outputs by the Tensors that hold them."""
+        linked = []
+        for value in self._saved:
+            for arg in self.inputs:
+                if isinstance(arg, Tensor) and arg.data is value:
+                    value = arg
+                    break
+            else:
+                for index, out in enumerate(output_arrays):
+                    if out is value:
+                        value = _SavedOutput(index, out)
+                        break
+            linked.append(value)
+        self._saved = tuple(linked)
+
+    def free_saved(self) -> None:
+        """Drop what forward saved (backward calls this unless retain_graph=True)."""
+        self.saved_bytes = self.count_saved_bytes()
+        self._saved = ()
+        self._freed = True
+
+    def count_saved_bytes(self) -> int:
+        if self._freed:
+            return self.saved_bytes
+        total = 0
+        for value in self._saved:
+            array = value.data if isinstance(value, Tensor) else getattr(value, "array", value)
+            total += getattr(array, "nbytes", 0)
+        return total
+
+
+def _shapes(args) -> str:
+    shapes = [str(tuple(a.shape)) for a in args if isinstance(a, Tensor)]
+    return " and ".join(shapes) if shapes else "no tensors"
+
+
+class Function:
+    """Base class of every differentiable op (see the module docstring)."""
+
+    @staticmethod
+    def forward(ctx, *args, **options):
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *args, **options):
+        """Run forward on the arrays of ``args`` and, if grad is needed, record a node.
+
+        Tensor arguments are the op's inputs; any other argument (a Python number, an
+        axis) and every keyword option is passed to forward as it is and gets no gradient.
+        """
+        raw = []
+        requires_grad = False
+        first_array = None
+        for arg in args:
+            if isinstance(arg, Tensor):
+                data = arg.data
+                if first_array is None:
+                    first_array = data
+                elif type(data) is not type(first_array):
+                    _check_same_device(cls, args)
+                raw.append(data)
+                requires_grad = requires_grad or arg.requires_grad
+            else:
+                raw.append(arg)
+
+        ctx = Context()
+        try:
+            output = cls.forward(ctx, *raw, **options)
+        except MinigradError:
+            raise
+        except (ValueError, IndexError, TypeError) as error:
+            raise _op_error(cls, args, error) from None
+
+        multiple = isinstance(output, tuple)
+        output_arrays = output if multiple else (output,)
+        output_arrays = tuple(_as_array(out, first_array) for out in output_arrays)
+        if modes.anomaly:
+            _check_finite(cls.__name__, "forward", output_arrays, args)
+
+        if not (requires_grad and modes.grad_enabled):
+            outputs = tuple(Tensor._make(out) for out in output_arrays)
+            return outputs if multiple else outputs[0]
+
+        ctx.function = cls
+        ctx.inputs = args
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        outputs = tuple(
+            Tensor._make(out, True, ctx, index) for index, out in enumerate(output_arrays)
+        )
+        ctx.outputs = tuple(weakref.ref(out) for out in outputs)
+        if ctx._saved:
+            ctx._link_saved(raw, output_arrays)
+        return outputs if multiple else outputs[0]
+
+
+def _as_array(value, like):
+    """NumPy reductions return scalars (np.float32), not 0-d arrays; make them arrays."""
+    if isinstance(value, np.ndarray) or not isinstance(value, (np.generic, int, float, bool)):
+        return value
+    return array_module(like).asarray(value) if like is not None else np.asarray(value)
+
+
+def _check_same_device(cls, args) -> None:
+    devices = [(device_of(a.data), tuple(a.shape)) for a in args if isinstance(a, Tensor)]
+    if len({d for d, _ in devices}) > 1:
+        described = " and ".join(f"{shape} on {dev}" for dev, shape in devices)
+        raise DeviceError(
+            f"{cls.__name__}: expected all tensors on the same device, got {described}. "
+            "Move them with .to(device) first."
+        )
+
+
+def _op_error(cls, args, error):
+    """Re-raise a NumPy/CuPy error in the user's terms: the op and the shapes involved."""
+    message = str(error).splitlines()[0] if str(error) else type(error).__name__
+    kind = OutOfRangeError if isinstance(error, IndexError) else ShapeError
+    if isinstance(error, TypeError):
+        return TypeError(f"{cls.__name__}: invalid inputs ({_shapes(args)}): {message}")
+    return kind(f"{cls.__name__}: invalid input shapes {_shapes(args)}: {message}")
+
+
+def _check_finite(op_name: str, stage: str, arrays, args) -> None:
+    for array in arrays:
+        if array is None or getattr(array.dtype, "kind", "f") not in "fc":
+            continue
+        xp = array_module(array)
+        if not bool(xp.isfinite(array).all()):
+            kind = "nan" if bool(xp.isnan(array).any()) else "inf"
+            raise RuntimeError(
+                f"detect_anomaly: {op_name} {stage} produced {kind} values "
+                f"(input shapes {_shapes(args)})"
+            )
+
+
+from minigrad.tensor import Tensor  # noqa: E402  (tensor.py imports this module first)

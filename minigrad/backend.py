@@ -1,0 +1,121 @@
+"""The array backend: NumPy on "cpu", CuPy on "cuda".
+
+This is the only module that imports CuPy, and only when a "cuda" device is asked for.
+Everything that differs between the two libraries lives here, behind small named functions,
+so that the ops above can be written once against ``xp`` (whichever module holds the array).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+DEVICES = ("cpu", "cuda")
+GPU_INSTALL_HINT = (
+    'GPU support needs CuPy and an NVIDIA GPU: pip install "minigrad[gpu]" (brings cupy-cuda12x)'
+)
+
+_cupy = None  # the cupy module once imported, False if importing it failed
+_cupy_error = ""
+
+
+def _import_cupy():
+    """Import CuPy on first use; return the module or None if it is not usable."""
+    global _cupy, _cupy_error
+    if _cupy is None:
+        try:
+            import cupy
+
+            if cupy.cuda.runtime.getDeviceCount() < 1:
+                raise RuntimeError("no CUDA device found")
+            _cupy = cupy
+        except Exception as error:  # ImportError, CUDARuntimeError, ...
+            _cupy, _cupy_error = False, f"{type(error).__name__}: {error}"
+    return _cupy or None
+
+
+def cuda_is_available() -> bool:
+    """True when CuPy imports and sees at least one GPU."""
+    return _import_cupy() is not None
+
+
+def check_device(device) -> str:
+    """Normalize a device name ("cpu", "cuda", "cuda:0") and make sure it can be used."""
+    name = str(device).split(":")[0]
+    if name not in DEVICES:
+        raise ValueError(f"unknown device {device!r}: expected 'cpu' or 'cuda'")
+    if name == "cuda" and _import_cupy() is None:
+        raise RuntimeError(f"device 'cuda' is not available ({_cupy_error}). {GPU_INSTALL_HINT}")
+    return name
+
+
+def xp_for(device: str):
+    """The array module (numpy or cupy) that serves ``device``."""
+    return np if device == "cpu" else _import_cupy()
+
+
+def is_numpy(array) -> bool:
+    return isinstance(array, (np.ndarray, np.generic))
+
+
+def array_module(array):
+    """numpy for NumPy arrays, cupy for CuPy arrays."""
+    return np if is_numpy(array) else _import_cupy()
+
+
+def device_of(array) -> str:
+    return "cpu" if is_numpy(array) else "cuda"
+
+
+def to_device(array, device: str):
+    """Copy ``array`` to ``device`` ("cpu" or "cuda"); returns it unchanged if already there."""
+    if device_of(array) == device:
+        return array
+    if device == "cpu":
+        return array.get()
+    return _import_cupy().asarray(array)
+
+
+def to_numpy(array) -> np.ndarray:
+    return np.asarray(array) if is_numpy(array) else array.get()
+
+
+# ----------------------------------------------------------------------------------------------
+# Where NumPy and CuPy differ
+# ----------------------------------------------------------------------------------------------
+
+
+def index_add(target, index, values) -> None:
+    """target[index] += values, accumulating repeated indices (unlike plain ``+=``)."""
+    if is_numpy(target):
+        np.add.at(target, index, values)
+    else:
+        import cupyx
+
+        cupyx.scatter_add(target, index, values)
+
+
+def _erf_numpy(x: np.ndarray) -> np.ndarray:
+    """erf for NumPy arrays: SciPy's when installed, else Python's math.erf per element."""
+    try:
+        from scipy.special import erf
+    except ImportError:
+        return np.vectorize(math.erf, otypes=[x.dtype])(x)
+    return erf(x)
+
+
+def erf(x):
+    """The error function erf(x) = 2/sqrt(pi) * integral_0^x exp(-t^2) dt, elementwise."""
+    if is_numpy(x):
+        return _erf_numpy(x)
+    import cupyx.scipy.special
+
+    return cupyx.scipy.special.erf(x)
+
+
+def default_rng(device: str):
+    """The random generator of ``device`` (see minigrad.rng for seeding)."""
+    from minigrad import rng
+
+    return rng.generator(device)

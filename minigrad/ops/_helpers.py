@@ -1,0 +1,37 @@
+"""Small helpers shared by the op modules (not ops themselves)."""
+
+from __future__ import annotations
+
+from minigrad.backend import array_module
+from minigrad.errors import OutOfRangeError
+
+
+def xp_of(array):
+    """numpy or cupy, whichever holds ``array``."""
+    return array_module(array)
+
+
+def shape_of(value):
+    """The shape of an array argument, or None for a Python number (which gets no grad)."""
+    return getattr(value, "shape", None)
+
+
+def normalize_dims(dim, ndim: int) -> tuple:
+    """dim=None -> all axes; an int or a tuple -> a sorted tuple of non-negative axes."""
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    normalized = []
+    for d in dims:
+        if not -max(ndim, 1) <= d < max(ndim, 1):
+            raise OutOfRangeError(
+                f"dim {d} is out of range for a tensor with {ndim} dims "
+                f"(expected -{max(ndim, 1)} <= dim < {max(ndim, 1)})"
+            )
+        normalized.append(d % max(ndim, 1))
+    return tuple(sorted(set(normalized)))
+
+
+def kept_shape(shape: tuple, dims: tuple) -> tuple:
+    """The shape a reduction over ``dims`` has with keepdim=True: those dims set to 1."""
+    return tuple(1 if axis in dims else size for axis, size in enumerate(shape))

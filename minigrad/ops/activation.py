@@ -1,0 +1,135 @@
+"""Fused activations: softmax, log_softmax and GELU, each one node with its own backward.
+
+Composite versions built from primitive ops compute the same (the tests check it), but take
+several passes over memory and several graph nodes; these take one.
+"""
+
+from __future__ import annotations
+
+import math
+
+from minigrad.autograd.function import Function
+from minigrad.backend import erf
+from minigrad.ops._helpers import normalize_dims, xp_of
+
+
+class Softmax(Function):
+    # y_i = e^(x_i - m) / sum_j e^(x_j - m), m = max_j x_j (so exp never overflows)
+    # dL/dx = y * (g - sum_j g_j y_j)
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        y = x - x.max(axis=dim, keepdims=True)
+        xp_of(y).exp(y, out=y)
+        y /= y.sum(axis=dim, keepdims=True)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return y * (grad - (grad * y).sum(dim=ctx.dim, keepdim=True)), None
+
+
+class LogSoftmax(Function):
+    # y_i = x_i - m - log sum_j e^(x_j - m)
+    # dL/dx = g - softmax(x) * sum_j g_j,  with softmax(x) = e^y
+    @staticmethod
+    def forward(ctx, x, dim):
+        ctx.dim = dim
+        xp = xp_of(x)
+        shifted = x - x.max(axis=dim, keepdims=True)
+        y = shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad - y.exp() * grad.sum(dim=ctx.dim, keepdim=True), None
+
+
+SQRT_2 = math.sqrt(2.0)
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+GELU_TANH_C = 0.044715
+
+
+class Gelu(Function):
+    # exact:  y = x * Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2 (the normal CDF)
+    #         dy/dx = Phi(x) + x * phi(x), phi(x) = e^(-x^2/2) / sqrt(2 pi)
+    # tanh:   y = x/2 * (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)
+    # dL/dx = g * dy/dx, with dy/dx its own op (GeluDerivative) so that it too can be
+    # differentiated (second derivatives through create_graph=True)
+    @staticmethod
+    def forward(ctx, x, approximate):
+        ctx.approximate = approximate
+        ctx.save_for_backward(x)
+        if approximate == "tanh":
+            xp = xp_of(x)
+            inner = x * x
+            inner *= GELU_TANH_C
+            inner += 1.0
+            inner *= x
+            inner *= SQRT_2_OVER_PI
+            y = xp.tanh(inner, out=inner)
+            y += 1.0
+            y *= x
+            y *= 0.5
+            return y
+        cdf = erf(x / SQRT_2)
+        cdf += 1.0
+        cdf *= 0.5
+        return x * cdf
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * GeluDerivative.apply(x, ctx.approximate), None
+
+
+class GeluDerivative(Function):
+    # y = dGELU/dx (see Gelu);  its own derivative:
+    # exact:  d2y/dx2 = phi(x) (2 - x^2)
+    # tanh:   d2y/dx2 = (1 - t^2) (u' + x/2 (u'' - 2 t u'^2)), t = tanh u,
+    #         u' = sqrt(2/pi) (1 + 3c x^2), u'' = 6 sqrt(2/pi) c x
+    @staticmethod
+    def forward(ctx, x, approximate):
+        ctx.approximate = approximate
+        ctx.save_for_backward(x)
+        xp = xp_of(x)
+        if approximate == "tanh":
+            t = xp.tanh(SQRT_2_OVER_PI * (x + GELU_TANH_C * x**3))
+            du = SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_TANH_C * x * x)
+            return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du
+        cdf = 0.5 * (1.0 + erf(x / SQRT_2))
+        pdf = xp.exp(-0.5 * x * x) * INV_SQRT_2PI
+        return cdf + x * pdf
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        if ctx.approximate == "tanh":
+            t = (SQRT_2_OVER_PI * (x + GELU_TANH_C * x**3)).tanh()
+            du = SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_TANH_C * x * x)
+            ddu = 6.0 * SQRT_2_OVER_PI * GELU_TANH_C * x
+            return grad * (1.0 - t * t) * (du + 0.5 * x * (ddu - 2.0 * t * du * du)), None
+        pdf = (-0.5 * x * x).exp() * INV_SQRT_2PI
+        return grad * pdf * (2.0 - x * x), None
+
+
+def softmax(x, dim: int = -1):
+    (dim,) = normalize_dims(dim, x.ndim)
+    return Softmax.apply(x, dim)
+
+
+def log_softmax(x, dim: int = -1):
+    (dim,) = normalize_dims(dim, x.ndim)
+    return LogSoftmax.apply(x, dim)
+
+
+def gelu(x, approximate: str = "none"):
+    """GELU: the exact form x * Phi(x) (as PyTorch's default), or approximate="tanh"."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return Gelu.apply(x, approximate)

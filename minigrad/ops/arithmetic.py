@@ -1,0 +1,136 @@
+"""Elementwise arithmetic: + - * / ** and unary minus, broadcasting like NumPy.
+
+When an input was broadcast in forward (a (3,) bias added to a (2, 3) matrix), its gradient
+is summed back over the broadcast dims: dL/db = sum over rows of dL/dy. ``sum_to`` does that.
+An argument that is a Python number stays a number (it never upcasts a float32 tensor) and
+gets no gradient.
+"""
+
+from __future__ import annotations
+
+import math
+
+from minigrad.autograd.function import Function
+from minigrad.ops._helpers import shape_of
+from minigrad.ops.shape import sum_to
+
+
+class Add(Function):
+    # y = a + b;  dL/da = g,  dL/db = g  (each summed back to its own shape)
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = shape_of(a), shape_of(b)
+        return a + b
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape_a, shape_b = ctx.shapes
+        return sum_to(grad, shape_a), sum_to(grad, shape_b)
+
+
+class Sub(Function):
+    # y = a - b;  dL/da = g,  dL/db = -g
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = shape_of(a), shape_of(b)
+        return a - b
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape_a, shape_b = ctx.shapes
+        grad_b = sum_to(-grad, shape_b) if ctx.needs_input_grad[1] else None
+        return sum_to(grad, shape_a), grad_b
+
+
+class Mul(Function):
+    # y = a * b;  dL/da = g * b,  dL/db = g * a
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = shape_of(a), shape_of(b)
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        shape_a, shape_b = ctx.shapes
+        grad_a = sum_to(grad * b, shape_a) if ctx.needs_input_grad[0] else None
+        grad_b = sum_to(grad * a, shape_b) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b
+
+
+class Div(Function):
+    # y = a / b;  dL/da = g / b,  dL/db = -g * a / b^2
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = shape_of(a), shape_of(b)
+        ctx.save_for_backward(a, b)
+        return a / b
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        shape_a, shape_b = ctx.shapes
+        grad_a = sum_to(grad / b, shape_a) if ctx.needs_input_grad[0] else None
+        grad_b = sum_to(-grad * a / (b * b), shape_b) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b
+
+
+class Pow(Function):
+    # y = a ** b;  dL/da = g * b * a^(b-1),  dL/db = g * y * log(a)
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = shape_of(a), shape_of(b)
+        y = a**b
+        ctx.save_for_backward(a, b, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b, y = ctx.saved_tensors
+        shape_a, shape_b = ctx.shapes
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[0]:
+            grad_a = sum_to(grad * b * a ** (b - 1), shape_a)
+        if ctx.needs_input_grad[1]:
+            log_a = a.log() if shape_a is not None else math.log(a)
+            grad_b = sum_to(grad * y * log_a, shape_b)
+        return grad_a, grad_b
+
+
+class Neg(Function):
+    # y = -x;  dL/dx = -g
+    @staticmethod
+    def forward(ctx, x):
+        return -x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad
+
+
+# -- the public functions; Tensor's operators call these ---------------------------------
+
+
+def add(a, b):
+    return Add.apply(a, b)
+
+
+def sub(a, b):
+    return Sub.apply(a, b)
+
+
+def mul(a, b):
+    return Mul.apply(a, b)
+
+
+def div(a, b):
+    return Div.apply(a, b)
+
+
+def pow(a, b):  # noqa: A001  (the name PyTorch uses)
+    return Pow.apply(a, b)
+
+
+def neg(x):
+    return Neg.apply(x)

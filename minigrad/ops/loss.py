@@ -1,0 +1,102 @@
+"""Losses: cross-entropy (log_softmax and the negative log-likelihood fused in one node) and
+mean squared error.
+
+    loss_i = -log softmax(x_i)[t_i] = logsumexp(x_i) - x_i[t_i]
+    dloss_i/dx_i = softmax(x_i) - onehot(t_i)
+"""
+
+from __future__ import annotations
+
+from minigrad.autograd.function import Function
+from minigrad.autograd.grad_mode import is_grad_enabled
+from minigrad.errors import OutOfRangeError, ShapeError
+from minigrad.ops._helpers import xp_of
+
+
+class CrossEntropy(Function):
+    # x: (N, C) logits, t: (N,) class indices; rows whose target is ignore_index count for
+    # nothing.  loss_i = logsumexp(x_i) - x_i[t_i];  reduced by mean over counted rows,
+    # sum, or none.  dL/dx_i = w_i * (softmax(x_i) - onehot(t_i)), w_i the weight of row i
+    # in the reduction times g
+    @staticmethod
+    def forward(ctx, logits, target, ignore_index, reduction):
+        xp = xp_of(logits)
+        rows, classes = logits.shape
+        counted = target != ignore_index
+        safe_target = xp.where(counted, target, 0)
+        if rows and (safe_target.min() < 0 or safe_target.max() >= classes):
+            bad = safe_target[(safe_target < 0) | (safe_target >= classes)][0]
+            raise OutOfRangeError(
+                f"cross_entropy: target {int(bad)} is out of range for {classes} classes "
+                f"(logits of shape {logits.shape})"
+            )
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        log_probs = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
+        losses = -log_probs[xp.arange(rows), safe_target] * counted
+        ctx.reduction = reduction
+        ctx.save_for_backward(logits, log_probs, safe_target, counted)
+        if reduction == "none":
+            return losses
+        if reduction == "sum":
+            return losses.sum()
+        return losses.sum() / counted.sum()
+
+    @staticmethod
+    def backward(ctx, grad):
+        logits, log_probs, target, counted = ctx.saved_tensors
+        xp = xp_of(logits.data)
+        if is_grad_enabled():  # create_graph: softmax of the logits, differentiably
+            probs = logits.softmax(dim=1)
+        else:
+            probs = log_probs.exp()
+        onehot = xp.zeros(logits.shape, dtype=logits.dtype)
+        onehot[xp.arange(logits.shape[0]), target.data] = 1
+        row_weight = counted.data.astype(logits.dtype)
+        if ctx.reduction == "mean":
+            row_weight = row_weight / counted.data.sum()
+        row_weight = type(logits)._make(row_weight[:, None])
+        if ctx.reduction == "none":
+            row_weight = row_weight * grad.reshape(-1, 1)
+        else:
+            row_weight = row_weight * grad
+        return (probs - type(logits)._make(onehot)) * row_weight, None, None, None
+
+
+def cross_entropy(logits, target, ignore_index: int = -100, reduction: str = "mean"):
+    """Cross-entropy of ``logits`` (N, C) or (N, C, d1, ...) or (C,) against class indices.
+
+    As in PyTorch the class dim is dim 1 (dim 0 for a single (C,) row).
+    """
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"cross_entropy: reduction must be mean, sum or none, got {reduction!r}")
+    target = logits.as_index(target)
+    if target.dtype.kind not in "iu":
+        raise TypeError(f"cross_entropy: target must hold class indices (int64), got {target.dtype}")
+    if logits.ndim == 1:
+        expected = ()
+    else:
+        expected = (logits.shape[0],) + logits.shape[2:]
+    if target.shape != expected:
+        raise ShapeError(
+            f"cross_entropy: target of shape {target.shape} does not fit logits of shape "
+            f"{logits.shape} (expected target shape {expected})"
+        )
+    if logits.ndim == 1:
+        rows = logits.reshape(1, -1)
+    elif logits.ndim == 2:
+        rows = logits
+    else:  # (N, C, d1, ...) -> (N, d1, ..., C) -> (N * d1 * ..., C)
+        order = (0,) + tuple(range(2, logits.ndim)) + (1,)
+        rows = logits.permute(*order).reshape(-1, logits.shape[1])
+    loss = CrossEntropy.apply(rows, target.data.reshape(-1), ignore_index, reduction)
+    if reduction == "none":
+        return loss.reshape(expected)
+    return loss
+
+
+def mse_loss(input, target, reduction: str = "mean"):  # noqa: A002  (PyTorch's name)
+    """Mean squared error: mean((input - target)^2)."""
+    squared = (input - target) ** 2
+    if reduction == "none":
+        return squared
+    return squared.sum() if reduction == "sum" else squared.mean()

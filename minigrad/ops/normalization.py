@@ -1,0 +1,74 @@
+"""Layer normalization as one fused node:
+
+    LayerNorm(z) = gamma * (z - mu) / sqrt(sigma^2 + eps) + beta
+
+over the last dims (``normalized_shape``), mu and sigma^2 the mean and (biased) variance there.
+"""
+
+from __future__ import annotations
+
+from minigrad.autograd.function import Function
+from minigrad.autograd.grad_mode import is_grad_enabled
+from minigrad.errors import ShapeError
+from minigrad.ops._helpers import xp_of
+
+
+class LayerNorm(Function):
+    # xhat = (x - mu) * rstd, rstd = 1 / sqrt(sigma^2 + eps);  y = gamma * xhat + beta
+    # dL/dxhat = g * gamma
+    # dL/dx = rstd * (dL/dxhat - mean(dL/dxhat) - xhat * mean(dL/dxhat * xhat))
+    # dL/dgamma = sum over rows of g * xhat;  dL/dbeta = sum over rows of g
+    @staticmethod
+    def forward(ctx, x, weight, bias, axes, eps):
+        ctx.axes, ctx.eps = axes, eps
+        xp = xp_of(x)
+        mu = x.mean(axis=axes, keepdims=True)
+        xhat = x - mu
+        var = (xhat * xhat).mean(axis=axes, keepdims=True)
+        var += eps
+        rstd = xp.sqrt(var, out=var)
+        xp.reciprocal(rstd, out=rstd)
+        xhat *= rstd
+        ctx.save_for_backward(x, weight, xhat, rstd)
+        y = xhat * weight if weight is not None else xhat.copy()
+        if bias is not None:
+            y += bias
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, xhat, rstd = ctx.saved_tensors
+        axes = ctx.axes
+        if is_grad_enabled():  # create_graph: rebuild xhat and rstd from x, differentiably
+            centered = x - x.mean(dim=axes, keepdim=True)
+            rstd = ((centered * centered).mean(dim=axes, keepdim=True) + ctx.eps) ** -0.5
+            xhat = centered * rstd
+        grad_xhat = grad * weight if weight is not None else grad
+        grad_x = rstd * (
+            grad_xhat
+            - grad_xhat.mean(dim=axes, keepdim=True)
+            - xhat * (grad_xhat * xhat).mean(dim=axes, keepdim=True)
+        )
+        rows = tuple(range(grad.ndim - len(axes)))
+        grad_w = (grad * xhat).sum(dim=rows) if ctx.needs_input_grad[1] else None
+        grad_b = grad.sum(dim=rows) if ctx.needs_input_grad[2] else None
+        return grad_x, grad_w, grad_b, None, None
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+    """Normalize x over its last ``len(normalized_shape)`` dims, then scale and shift."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    if x.shape[x.ndim - len(normalized_shape) :] != normalized_shape:
+        raise ShapeError(
+            f"layer_norm: input of shape {x.shape} does not end in normalized_shape "
+            f"{normalized_shape}"
+        )
+    for name, param in (("weight", weight), ("bias", bias)):
+        if param is not None and param.shape != normalized_shape:
+            raise ShapeError(
+                f"layer_norm: {name} has shape {param.shape}, expected {normalized_shape}"
+            )
+    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    return LayerNorm.apply(x, weight, bias, axes, eps)

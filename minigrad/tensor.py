@@ -1,0 +1,565 @@
+"""The Tensor: an n-dimensional array (NumPy or CuPy) that remembers how it was made.
+
+``t.data`` is the array. If ``t`` came out of an op while grad mode was on and some input
+required grad, ``t.grad_fn`` is the graph node of that op (a ``Context``), whose ``inputs``
+lead further back: that chain is the computation graph, and ``t.backward()`` walks it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad import backend
+from minigrad.errors import ShapeError
+
+
+class Tensor:
+    __slots__ = (
+        "data",
+        "grad",
+        "grad_fn",
+        "_requires_grad",
+        "_output_index",
+        "_retains_grad",
+        "_hooks",
+        "name",
+        "__weakref__",
+    )
+    __array_ufunc__ = None  # numpy_array * tensor -> Tensor.__rmul__, not an object array
+
+    def __init__(self, data, requires_grad: bool = False):
+        """Wrap an array as it is (no copy, no dtype change); use ``mg.tensor`` for data."""
+        if isinstance(data, Tensor):
+            data = data.data
+        if not hasattr(data, "shape") or isinstance(data, np.generic):
+            data = np.asarray(data)
+        self.data = data
+        self.grad = None
+        self.grad_fn = None
+        self._requires_grad = False
+        self._output_index = 0
+        self._retains_grad = False
+        self._hooks = None
+        self.name = None
+        self.requires_grad = requires_grad
+
+    @classmethod
+    def _make(cls, data, requires_grad=False, grad_fn=None, output_index=0):
+        """Fast constructor for op outputs: no checks, the array is trusted."""
+        t = cls.__new__(cls)
+        t.data = data
+        t.grad = None
+        t.grad_fn = grad_fn
+        t._requires_grad = requires_grad
+        t._output_index = output_index
+        t._retains_grad = False
+        t._hooks = None
+        t.name = None
+        return t
+
+    # -- what a tensor is ------------------------------------------------------------------
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if value and self.data.dtype.kind not in "fc":
+            raise RuntimeError(
+                f"only floating point tensors can require gradients, but this tensor has "
+                f"dtype {self.data.dtype} (shape {self.shape}); convert it with .float() first"
+            )
+        if not value and self.grad_fn is not None:
+            raise RuntimeError(
+                "requires_grad can only be turned off on a leaf tensor; use .detach() instead"
+            )
+        self._requires_grad = bool(value)
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.data.shape)
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def device(self) -> str:
+        return backend.device_of(self.data)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self.shape[dim]
+
+    def dim(self) -> int:
+        return self.data.ndim
+
+    def numel(self) -> int:
+        return int(self.data.size)
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.numpy(), separator=", ", precision=4, prefix="tensor(")
+        extras = []
+        if self.device != "cpu":
+            extras.append(f"device='{self.device}'")
+        if self.dtype not in (np.float32, np.int64, np.bool_):
+            extras.append(f"dtype={self.dtype}")
+        if self.grad_fn is not None:
+            extras.append(f"grad_fn=<{self.grad_fn.name}>")
+        elif self.requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + ", ".join([body] + extras) + ")"
+
+    __hash__ = object.__hash__  # == is elementwise, so tensors hash by identity
+
+    # -- leaving the graph, changing device or dtype ---------------------------------------
+
+    def numpy(self) -> np.ndarray:
+        """The values as a NumPy array (copied to the CPU if on the GPU)."""
+        return backend.to_numpy(self.data)
+
+    def item(self):
+        if self.numel() != 1:
+            raise ValueError(f"item(): only a one-element tensor has an item, shape is {self.shape}")
+        return self.numpy().reshape(()).item()
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(
+                f"the truth value of a tensor of shape {self.shape} is ambiguous; "
+                "use .any() or .all()"
+            )
+        return bool(self.item())
+
+    def detach(self) -> Tensor:
+        """The same values (shared, not copied), cut off from the graph."""
+        return Tensor._make(self.data)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        self.requires_grad = requires_grad
+        return self
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` on this non-leaf tensor after backward (leaves always keep it)."""
+        if not self.requires_grad:
+            raise RuntimeError("retain_grad() on a tensor that does not require grad")
+        if self.grad_fn is not None:
+            self._retains_grad = True
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor
+        replaces the gradient. Returns a handle whose ``remove()`` unregisters the hook."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that does not require grad")
+        if self._hooks is None:
+            self._hooks = {}
+        handle = _HookHandle(self._hooks)
+        self._hooks[handle.id] = hook
+        return handle
+
+    def to(self, *args, **kwargs) -> Tensor:
+        """``t.to("cuda")``, ``t.to(mg.float64)`` or both; differentiable."""
+        device, dtype = kwargs.get("device"), kwargs.get("dtype")
+        for arg in args:
+            if isinstance(arg, str) and arg.split(":")[0] in backend.DEVICES:
+                device = arg
+            else:
+                dtype = arg
+        result = self
+        if dtype is not None and np.dtype(dtype) != self.dtype:
+            result = _ops.cast(result, np.dtype(dtype))
+        if device is not None and backend.check_device(device) != result.device:
+            result = _ops.to_device(result, backend.check_device(device))
+        return result
+
+    def cpu(self) -> Tensor:
+        return self.to("cpu")
+
+    def cuda(self) -> Tensor:
+        return self.to("cuda")
+
+    def float(self) -> Tensor:
+        return self.to(np.float32)
+
+    def double(self) -> Tensor:
+        return self.to(np.float64)
+
+    def long(self) -> Tensor:
+        return self.to(np.int64)
+
+    def bool(self) -> Tensor:
+        return self.to(np.bool_)
+
+    def type_as(self, other: Tensor) -> Tensor:
+        return self.to(other.dtype)
+
+    # -- autograd --------------------------------------------------------------------------
+
+    def backward(self, gradient=None, retain_graph=False, create_graph=False) -> None:
+        """Accumulate d(self)/d(leaf) into ``.grad`` of every leaf that requires grad.
+
+        ``self`` must be a scalar unless ``gradient`` (dL/dself, same shape) is given. The
+        arrays ops saved are freed afterwards unless ``retain_graph=True``;
+        ``create_graph=True`` records the backward pass too, for second derivatives.
+        """
+        from minigrad.autograd.engine import backward
+
+        backward(self, gradient, retain_graph, create_graph)
+
+    # -- operators -------------------------------------------------------------------------
+
+    def _operand(self, other):
+        """A Tensor or Python number to combine with self (arrays and lists become Tensors)."""
+        if isinstance(other, (Tensor, int, float, bool)):
+            return other
+        if isinstance(other, complex):
+            raise TypeError("complex numbers are not supported")
+        return self.as_same_kind(other)
+
+    def _promoted(self, other):
+        """An integer tensor meeting a float number turns float32 first, as in PyTorch."""
+        if isinstance(other, float) and self.data.dtype.kind in "biu":
+            return self.float()
+        if isinstance(other, Tensor) and other.dtype.kind == "f" and self.dtype.kind in "biu":
+            return self.to(other.dtype)
+        return self
+
+    def __add__(self, other):
+        other = self._operand(other)
+        return _ops.add(self._promoted(other), other)
+
+    def __radd__(self, other):
+        other = self._operand(other)
+        return _ops.add(other, self._promoted(other))
+
+    def __sub__(self, other):
+        other = self._operand(other)
+        return _ops.sub(self._promoted(other), other)
+
+    def __rsub__(self, other):
+        other = self._operand(other)
+        return _ops.sub(other, self._promoted(other))
+
+    def __mul__(self, other):
+        other = self._operand(other)
+        return _ops.mul(self._promoted(other), other)
+
+    def __rmul__(self, other):
+        other = self._operand(other)
+        return _ops.mul(other, self._promoted(other))
+
+    def __truediv__(self, other):
+        other = self._operand(other)
+        return _ops.div(self._promoted(1.0), other)
+
+    def __rtruediv__(self, other):
+        other = self._operand(other)
+        return _ops.div(other, self._promoted(1.0))
+
+    def __pow__(self, other):
+        other = self._operand(other)
+        return _ops.pow(self._promoted(other), other)
+
+    def __rpow__(self, other):
+        other = self._operand(other)
+        return _ops.pow(other, self._promoted(1.0))
+
+    def __matmul__(self, other):
+        return _ops.matmul(self, self._operand(other))
+
+    def __rmatmul__(self, other):
+        return _ops.matmul(self._operand(other), self)
+
+    def __neg__(self):
+        return _ops.neg(self)
+
+    def __getitem__(self, index):
+        return _ops.getitem(self, index)
+
+    def __setitem__(self, index, value):
+        if self.requires_grad and self.grad_fn is None and _grad_enabled():
+            raise RuntimeError(
+                "in-place assignment to a leaf tensor that requires grad; "
+                "wrap it in `with mg.no_grad():` or write to .data"
+            )
+        if self.grad_fn is not None:
+            raise RuntimeError("in-place assignment to a tensor that is part of a graph")
+        value = value.data if isinstance(value, Tensor) else value
+        self.data[_ops.raw_index(index)] = value
+
+    # comparisons: bool tensors, no gradient
+    def _compare(self, other, compare):
+        other = other.data if isinstance(other, Tensor) else other
+        try:
+            return Tensor._make(compare(self.data, other))
+        except ValueError as error:
+            raise ShapeError(
+                f"comparison: shapes {self.shape} and {np.shape(other)} do not broadcast ({error})"
+            ) from None
+
+    def __eq__(self, other):
+        return self._compare(other, lambda a, b: a == b)
+
+    def __ne__(self, other):
+        return self._compare(other, lambda a, b: a != b)
+
+    def __lt__(self, other):
+        return self._compare(other, lambda a, b: a < b)
+
+    def __le__(self, other):
+        return self._compare(other, lambda a, b: a <= b)
+
+    def __gt__(self, other):
+        return self._compare(other, lambda a, b: a > b)
+
+    def __ge__(self, other):
+        return self._compare(other, lambda a, b: a >= b)
+
+    def __and__(self, other):
+        return self._compare(other, lambda a, b: a & b)
+
+    def __or__(self, other):
+        return self._compare(other, lambda a, b: a | b)
+
+    def __invert__(self):
+        return Tensor._make(~self.data)
+
+    # -- differentiable methods (each is an op in minigrad.ops) ----------------------------
+
+    def exp(self):
+        return _ops.exp(self)
+
+    def log(self):
+        return _ops.log(self)
+
+    def sqrt(self):
+        return _ops.sqrt(self)
+
+    def tanh(self):
+        return _ops.tanh(self)
+
+    def sigmoid(self):
+        return _ops.sigmoid(self)
+
+    def relu(self):
+        return _ops.relu(self)
+
+    def abs(self):
+        return _ops.abs(self)
+
+    def clamp(self, min=None, max=None):  # noqa: A002
+        return _ops.clamp(self, min, max)
+
+    def sum(self, dim=None, keepdim=False):
+        return _ops.sum(self, dim, keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        return _ops.mean(self, dim, keepdim)
+
+    def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
+        return _ops.var(self, dim, unbiased, keepdim, correction)
+
+    def std(self, dim=None, unbiased=True, keepdim=False):
+        return _ops.var(self, dim, unbiased, keepdim).sqrt()
+
+    def amax(self, dim=None, keepdim=False):
+        return _ops.amax(self, dim, keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        """max() of the whole tensor; max(dim) gives (values, indices) as in PyTorch."""
+        if dim is None:
+            return _ops.amax(self)
+        return _ops.MaxResult(_ops.amax(self, dim, keepdim), self.argmax(dim, keepdim))
+
+    def min(self, dim=None, keepdim=False):
+        if dim is None:
+            return -_ops.amax(-self)
+        return _ops.MaxResult(-_ops.amax(-self, dim, keepdim), self.argmin(dim, keepdim))
+
+    def softmax(self, dim=-1):
+        return _ops.softmax(self, dim)
+
+    def log_softmax(self, dim=-1):
+        return _ops.log_softmax(self, dim)
+
+    def norm(self):
+        """The L2 norm of all entries, sqrt(sum x^2)."""
+        return (self * self).sum().sqrt()
+
+    def reshape(self, *shape):
+        return _ops.reshape(self, *shape)
+
+    def view(self, *shape):
+        return _ops.reshape(self, *shape)
+
+    def transpose(self, dim0: int, dim1: int):
+        return _ops.transpose(self, dim0, dim1)
+
+    def permute(self, *dims):
+        return _ops.permute(self, *dims)
+
+    @property
+    def T(self):
+        if self.ndim != 2:
+            raise ValueError(f".T needs a 2-D tensor, got shape {self.shape}; use .transpose()")
+        return _ops.transpose(self, 0, 1)
+
+    @property
+    def mT(self):
+        return _ops.transpose(self, -2, -1)
+
+    def unsqueeze(self, dim: int):
+        return _ops.unsqueeze(self, dim)
+
+    def squeeze(self, dim=None):
+        return _ops.squeeze(self, dim)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1):
+        return _ops.flatten(self, start_dim, end_dim)
+
+    def expand(self, *shape):
+        shape = _ops.shape_arg(shape)
+        lead = len(shape) - self.ndim
+        full = tuple(s if s != -1 else self.shape[i - lead] for i, s in enumerate(shape))
+        return _ops.broadcast_to(self, full)
+
+    def contiguous(self):
+        return self
+
+    def masked_fill(self, mask, value):
+        return _ops.masked_fill(self, mask, value)
+
+    def split(self, split_size, dim: int = 0):
+        return _ops.split(self, split_size, dim)
+
+    def chunk(self, chunks: int, dim: int = 0):
+        return _ops.chunk(self, chunks, dim)
+
+    def matmul(self, other):
+        return _ops.matmul(self, other)
+
+    # -- non-differentiable helpers --------------------------------------------------------
+
+    def argmax(self, dim=None, keepdim=False):
+        return Tensor._make(_as_array(self.data.argmax(axis=dim, keepdims=keepdim), self.data))
+
+    def argmin(self, dim=None, keepdim=False):
+        return Tensor._make(_as_array(self.data.argmin(axis=dim, keepdims=keepdim), self.data))
+
+    def sign(self):
+        return Tensor._make(backend.array_module(self.data).sign(self.data))
+
+    def any(self):
+        return Tensor._make(_as_array(self.data.any(), self.data))
+
+    def all(self):
+        return Tensor._make(_as_array(self.data.all(), self.data))
+
+    def zero_(self):
+        self.data[...] = 0
+        return self
+
+    def fill_(self, value):
+        self.data[...] = value
+        return self
+
+    def copy_(self, other):
+        """Overwrite the values in place (no graph), from a Tensor, array or number."""
+        other = other.data if isinstance(other, Tensor) else other
+        if hasattr(other, "shape"):
+            other = backend.to_device(other, self.device)
+        self.data[...] = other
+        return self
+
+    # -- internal helpers used by ops and the engine ---------------------------------------
+
+    def as_same_kind(self, value) -> Tensor:
+        """``value`` (a Tensor, array, list or number) as a Tensor on self's device/dtype."""
+        if isinstance(value, Tensor):
+            if value.device != self.device:
+                raise _device_error(self, value)
+            return value
+        xp = backend.array_module(self.data)
+        array = xp.asarray(value)
+        if array.dtype.kind == "f" or array.dtype == np.float64:
+            array = array.astype(self.dtype if self.dtype.kind == "f" else np.float32, copy=False)
+        return Tensor._make(array)
+
+    def as_index(self, value) -> Tensor:
+        """Integer indices (Tensor, array or list) as a Tensor on self's device."""
+        if isinstance(value, Tensor):
+            if value.device != self.device:
+                raise _device_error(self, value)
+            return value
+        array = backend.array_module(self.data).asarray(value)
+        return Tensor._make(array.astype(np.int64) if array.dtype.kind in "iu" else array)
+
+    def ones_like_detached(self) -> Tensor:
+        return Tensor._make(backend.array_module(self.data).ones_like(self.data))
+
+    def zeros_like_detached(self) -> Tensor:
+        return Tensor._make(backend.array_module(self.data).zeros_like(self.data))
+
+    def norm_value(self) -> float:
+        """The L2 norm as a Python float (no graph)."""
+        flat = self.data.reshape(-1)
+        return float(backend.array_module(flat).sqrt((flat.astype(np.float64) ** 2).sum()))
+
+
+class _HookHandle:
+    _next_id = 0
+
+    def __init__(self, hooks: dict):
+        _HookHandle._next_id += 1
+        self.id = _HookHandle._next_id
+        self._hooks = hooks
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+
+def _as_array(value, like):
+    """NumPy reductions give scalars (np.int64); keep tensors' data as arrays."""
+    if isinstance(value, np.generic) or not hasattr(value, "shape"):
+        return backend.array_module(like).asarray(value)
+    return value
+
+
+def _device_error(a: Tensor, b: Tensor):
+    from minigrad.errors import DeviceError
+
+    return DeviceError(
+        f"expected both tensors on the same device, got {a.shape} on {a.device} and "
+        f"{b.shape} on {b.device}; move one with .to(device)"
+    )
+
+
+def _grad_enabled() -> bool:
+    from minigrad.autograd.grad_mode import modes
+
+    return modes.grad_enabled
+
+
+from minigrad import ops as _ops  # noqa: E402  (the ops need Tensor defined first)
