@@ -34,6 +34,16 @@ from minigrad.backend import array_module, device_of
 from minigrad.errors import DeviceError, MinigradError, OutOfRangeError, ShapeError
 
 
+class _NodeCounter:
+    next = 0  # numbers the graph nodes in the order their ops ran
+
+
+def next_sequence_number() -> int:
+    """The number the next node will get. ``nn.Module`` notes it before and after its forward,
+    so that every node numbered in between is known to come from that module call."""
+    return _NodeCounter.next
+
+
 class _SavedOutput:
     """A saved output of the op itself. Held weakly (the output holds this node already)."""
 
@@ -59,6 +69,8 @@ class Context:
         self.needs_input_grad = ()
         self.edge_grad_norms = None  # filled by backward inside viz.record_grads()
         self.saved_bytes = 0
+        self.seq = _NodeCounter.next
+        _NodeCounter.next += 1
         self._saved = ()
         self._freed = False
 
