@@ -114,6 +114,65 @@ def erf(x):
     return cupyx.scipy.special.erf(x)
 
 
+# Numerical Recipes' Chebyshev fit of erfc:  erfc(z) ~ t exp(-z^2 + P(t)), t = 1 / (1 + z/2),
+# relative error below 1.2e-7 for every z >= 0 (checked against scipy in the tests).
+_ERFC_FIT = tuple(
+    np.float32(c)
+    for c in (
+        -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
+        0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277,
+    )
+)  # fmt: skip
+_CHUNK = 1 << 14  # values per pass: the temporaries stay in the CPU's cache
+
+
+def _normal_cdf_float32(x: np.ndarray) -> np.ndarray:
+    """Phi(x) for float32 NumPy arrays, about 4x faster than SciPy's float64-based erf.
+
+    Phi(-|x|) = erfc(|x| / sqrt 2) / 2 from the fit above (no cancellation in the tails),
+    and Phi(x) = 1 - Phi(-x) for x > 0. Evaluated chunk by chunk with ``out=`` buffers.
+    """
+    out = np.empty_like(x)
+    flat_x, flat_out = x.reshape(-1), out.reshape(-1)
+    z = np.empty(min(flat_x.size, _CHUNK), np.float32)
+    t, q = np.empty_like(z), np.empty_like(z)
+    for start in range(0, flat_x.size, _CHUNK):
+        xs, phi = flat_x[start : start + _CHUNK], flat_out[start : start + _CHUNK]
+        zs, ts, qs = z[: xs.size], t[: xs.size], q[: xs.size]
+        np.abs(xs, out=zs)
+        zs *= np.float32(1 / math.sqrt(2))  # z = |x| / sqrt 2
+        np.multiply(zs, np.float32(0.5), out=ts)
+        ts += np.float32(1)
+        np.reciprocal(ts, out=ts)  # t = 1 / (1 + z/2)
+        np.multiply(ts, _ERFC_FIT[9], out=qs)  # P(t) by Horner's rule
+        for coefficient in _ERFC_FIT[8:0:-1]:
+            qs += coefficient
+            qs *= ts
+        qs += _ERFC_FIT[0]
+        zs *= zs
+        qs -= zs
+        np.exp(qs, out=qs)
+        qs *= ts
+        qs *= np.float32(0.5)  # q = erfc(z) / 2 = Phi(-|x|)
+        np.subtract(np.float32(1), qs, out=phi)
+        np.copyto(phi, qs, where=xs <= 0)
+    return out
+
+
+def normal_cdf(x):
+    """Phi(x) = (1 + erf(x / sqrt 2)) / 2, the standard normal CDF, elementwise.
+
+    float64 uses erf itself (so GELU matches PyTorch's to round-off); float32 NumPy arrays
+    use the fast fit above, accurate to float32 precision.
+    """
+    if is_numpy(x) and x.dtype == np.float32:
+        return _normal_cdf_float32(x)
+    cdf = erf(x * (1 / math.sqrt(2)))
+    cdf += 1.0
+    cdf *= 0.5
+    return cdf
+
+
 def default_rng(device: str):
     """The random generator of ``device`` (see minigrad.rng for seeding)."""
     from minigrad import rng

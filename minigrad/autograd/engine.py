@@ -58,7 +58,12 @@ def _seed_gradient(output, gradient):
 
 
 def _accumulate(current, new):
-    return new if current is None else current + new
+    """current + new. Outside create_graph the sum needs no graph: add the arrays directly."""
+    if current is None:
+        return new
+    if modes.grad_enabled:
+        return current + new
+    return type(new)._make(current.data + new.data)
 
 
 def _run_hooks(tensor, grad):

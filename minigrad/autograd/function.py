@@ -62,17 +62,17 @@ class Context:
     ``backward`` can free them.
     """
 
-    def __init__(self):
-        self.function = None
-        self.inputs = ()
-        self.outputs = ()
-        self.needs_input_grad = ()
-        self.edge_grad_norms = None  # filled by backward inside viz.record_grads()
-        self.saved_bytes = 0
-        self.seq = _NodeCounter.next
-        _NodeCounter.next += 1
-        self._saved = ()
-        self._freed = False
+    # Class-level defaults: creating a Context costs nothing until an op sets something,
+    # which matters because every op call makes one, recorded or not.
+    function = None
+    inputs = ()
+    outputs = ()
+    needs_input_grad = ()
+    edge_grad_norms = None  # filled by backward inside viz.record_grads()
+    saved_bytes = 0
+    seq = -1  # creation order of recorded nodes (see next_sequence_number)
+    _saved = ()
+    _freed = False
 
     @property
     def name(self) -> str:
@@ -159,16 +159,17 @@ class Function:
         """
         raw = []
         requires_grad = False
-        first_array = None
+        array_type = None
         for arg in args:
             if isinstance(arg, Tensor):
                 data = arg.data
-                if first_array is None:
-                    first_array = data
-                elif type(data) is not type(first_array):
+                if array_type is None:
+                    array_type = type(data)
+                elif type(data) is not array_type:
                     _check_same_device(cls, args)
                 raw.append(data)
-                requires_grad = requires_grad or arg.requires_grad
+                if arg._requires_grad:
+                    requires_grad = True
             else:
                 raw.append(arg)
 
@@ -180,26 +181,50 @@ class Function:
         except (ValueError, IndexError, TypeError) as error:
             raise _op_error(cls, args, error) from None
 
-        multiple = isinstance(output, tuple)
-        output_arrays = output if multiple else (output,)
-        output_arrays = tuple(_as_array(out, first_array) for out in output_arrays)
+        if type(output) is tuple:
+            return _wrap_outputs(cls, ctx, args, raw, output, requires_grad)
+        if isinstance(output, _SCALARS):
+            # the first array argument (raw[0] may be a Python number: 2.0 * x)
+            like = next((a for a in raw if hasattr(a, "shape")), None)
+            output = _as_array(output, like)
         if modes.anomaly:
-            _check_finite(cls.__name__, "forward", output_arrays, args)
-
+            _check_finite(cls.__name__, "forward", (output,), args)
         if not (requires_grad and modes.grad_enabled):
-            outputs = tuple(Tensor._make(out) for out in output_arrays)
-            return outputs if multiple else outputs[0]
+            return Tensor._make(output)
 
+        out = Tensor._make(output, True, ctx, 0)
         ctx.function = cls
         ctx.inputs = args
-        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
-        outputs = tuple(
-            Tensor._make(out, True, ctx, index) for index, out in enumerate(output_arrays)
-        )
-        ctx.outputs = tuple(weakref.ref(out) for out in outputs)
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        ctx.outputs = (weakref.ref(out),)
+        ctx.seq = _NodeCounter.next
+        _NodeCounter.next += 1
         if ctx._saved:
-            ctx._link_saved(raw, output_arrays)
-        return outputs if multiple else outputs[0]
+            ctx._link_saved(raw, (output,))
+        return out
+
+
+_SCALARS = (np.generic, int, float, bool)
+
+
+def _wrap_outputs(cls, ctx, args, raw, output, requires_grad):
+    """apply() for an op whose forward returns several arrays (a tuple)."""
+    like = next((a for a in raw if hasattr(a, "shape")), None)
+    arrays = tuple(_as_array(out, like) for out in output)
+    if modes.anomaly:
+        _check_finite(cls.__name__, "forward", arrays, args)
+    if not (requires_grad and modes.grad_enabled):
+        return tuple(Tensor._make(a) for a in arrays)
+    outs = tuple(Tensor._make(a, True, ctx, i) for i, a in enumerate(arrays))
+    ctx.function = cls
+    ctx.inputs = args
+    ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+    ctx.outputs = tuple(weakref.ref(out) for out in outs)
+    ctx.seq = _NodeCounter.next
+    _NodeCounter.next += 1
+    if ctx._saved:
+        ctx._link_saved(raw, arrays)
+    return outs
 
 
 def _as_array(value, like):

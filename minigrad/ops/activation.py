@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from minigrad.autograd.function import Function
-from minigrad.backend import erf
+from minigrad.backend import normal_cdf
 from minigrad.ops._helpers import normalize_dims, xp_of
 
 
@@ -49,7 +49,6 @@ class LogSoftmax(Function):
         return grad - y.exp() * grad.sum(dim=ctx.dim, keepdim=True), None
 
 
-SQRT_2 = math.sqrt(2.0)
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 GELU_TANH_C = 0.044715
@@ -64,8 +63,8 @@ class Gelu(Function):
     @staticmethod
     def forward(ctx, x, approximate):
         ctx.approximate = approximate
-        ctx.save_for_backward(x)
         if approximate == "tanh":
+            ctx.save_for_backward(x, None)
             xp = xp_of(x)
             inner = x * x
             inner *= GELU_TANH_C
@@ -77,15 +76,15 @@ class Gelu(Function):
             y *= x
             y *= 0.5
             return y
-        cdf = erf(x / SQRT_2)
-        cdf += 1.0
-        cdf *= 0.5
+        cdf = normal_cdf(x)
+        ctx.save_for_backward(x, cdf)  # backward reuses Phi(x): erf is the costly part
         return x * cdf
 
     @staticmethod
     def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return grad * GeluDerivative.apply(x, ctx.approximate), None
+        x, cdf = ctx.saved_tensors
+        cdf = cdf.data if cdf is not None else None
+        return grad * GeluDerivative.apply(x, ctx.approximate, cdf), None
 
 
 class GeluDerivative(Function):
@@ -94,7 +93,7 @@ class GeluDerivative(Function):
     # tanh:   d2y/dx2 = (1 - t^2) (u' + x/2 (u'' - 2 t u'^2)), t = tanh u,
     #         u' = sqrt(2/pi) (1 + 3c x^2), u'' = 6 sqrt(2/pi) c x
     @staticmethod
-    def forward(ctx, x, approximate):
+    def forward(ctx, x, approximate, cdf=None):
         ctx.approximate = approximate
         ctx.save_for_backward(x)
         xp = xp_of(x)
@@ -102,7 +101,8 @@ class GeluDerivative(Function):
             t = xp.tanh(SQRT_2_OVER_PI * (x + GELU_TANH_C * x**3))
             du = SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_TANH_C * x * x)
             return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du
-        cdf = 0.5 * (1.0 + erf(x / SQRT_2))
+        if cdf is None:
+            cdf = normal_cdf(x)
         pdf = xp.exp(-0.5 * x * x) * INV_SQRT_2PI
         return cdf + x * pdf
 
@@ -113,9 +113,9 @@ class GeluDerivative(Function):
             t = (SQRT_2_OVER_PI * (x + GELU_TANH_C * x**3)).tanh()
             du = SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_TANH_C * x * x)
             ddu = 6.0 * SQRT_2_OVER_PI * GELU_TANH_C * x
-            return grad * (1.0 - t * t) * (du + 0.5 * x * (ddu - 2.0 * t * du * du)), None
+            return grad * (1.0 - t * t) * (du + 0.5 * x * (ddu - 2.0 * t * du * du)), None, None
         pdf = (-0.5 * x * x).exp() * INV_SQRT_2PI
-        return grad * pdf * (2.0 - x * x), None
+        return grad * pdf * (2.0 - x * x), None, None
 
 
 def softmax(x, dim: int = -1):
