@@ -1,0 +1,34 @@
+"""Shared test setup: the ``device`` fixture and the hypothesis profile.
+
+Every test that should run on both backends takes ``device``; its "cuda" case skips cleanly
+when CuPy or a GPU is missing, so one suite serves both (never a copy of the CPU tests).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+import minigrad as mg
+
+# Few examples per property keep the suite fast; no deadline, since the first call of an op
+# may import SciPy or compile CuPy kernels.
+settings.register_profile(
+    "minigrad",
+    deadline=None,
+    max_examples=12,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+settings.register_profile("thorough", parent=settings.get_profile("minigrad"), max_examples=200)
+# HYPOTHESIS_PROFILE=thorough runs many more examples (for a long check, not for CI)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "minigrad"))
+
+
+@pytest.fixture(params=["cpu", "cuda"])
+def device(request) -> str:
+    """The device a test runs on: "cpu" always, "cuda" only where a GPU can be used."""
+    if request.param == "cuda" and not mg.cuda.is_available():
+        pytest.skip("no CUDA device (CuPy with an NVIDIA GPU is needed)")
+    return request.param
