@@ -186,7 +186,9 @@ class Function:
         if isinstance(output, _SCALARS):
             # the first array argument (raw[0] may be a Python number: 2.0 * x)
             like = next((a for a in raw if hasattr(a, "shape")), None)
-            output = _as_array(output, like)
+            scalar, output = output, _as_array(output, like)
+            # a saved scalar output (sqrt of a 0-d array) must still link to the output Tensor
+            ctx._saved = tuple(output if value is scalar else value for value in ctx._saved)
         if modes.anomaly:
             _check_finite(cls.__name__, "forward", (output,), args)
         if not (requires_grad and modes.grad_enabled):
