@@ -39,7 +39,7 @@ class CrossEntropy(Function):
             return losses
         if reduction == "sum":
             return losses.sum()
-        return losses.sum() / counted.sum()
+        return losses.sum() / counted.sum().astype(losses.dtype)  # int count: keep float32
 
     @staticmethod
     def backward(ctx, grad):
@@ -53,7 +53,7 @@ class CrossEntropy(Function):
         onehot[xp.arange(logits.shape[0]), target.data] = 1
         row_weight = counted.data.astype(logits.dtype)
         if ctx.reduction == "mean":
-            row_weight = row_weight / counted.data.sum()
+            row_weight = row_weight / counted.data.sum().astype(row_weight.dtype)
         row_weight = type(logits)._make(row_weight[:, None])
         if ctx.reduction == "none":
             row_weight = row_weight * grad.reshape(-1, 1)
