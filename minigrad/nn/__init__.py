@@ -1,0 +1,33 @@
+"""``minigrad.nn``: layers built from minigrad ops, with PyTorch's names.
+
+module.py       Module: parameters, submodules, buffers, state_dict, hooks
+parameter.py    Parameter
+linear.py       Linear                  embedding.py   Embedding
+normalization.py LayerNorm              dropout.py     Dropout
+activation.py   ReLU, GELU, Tanh, ...   container.py   Sequential, ModuleList
+positional.py   PositionalEncoding      feedforward.py FeedForward
+attention.py    MultiHeadAttention      transformer.py TransformerBlock
+rnn.py          RNN, LSTM               init.py        initialisers
+utils.py        clip_grad_norm_         functional.py  F: the functions behind the layers
+"""
+
+from minigrad.nn import functional, init, utils
+from minigrad.nn.activation import GELU, Identity, ReLU, Sigmoid, Softmax, Tanh
+from minigrad.nn.attention import MultiHeadAttention
+from minigrad.nn.container import ModuleList, Sequential
+from minigrad.nn.dropout import Dropout
+from minigrad.nn.embedding import Embedding
+from minigrad.nn.feedforward import FeedForward
+from minigrad.nn.linear import Linear
+from minigrad.nn.module import Module, ModuleCall
+from minigrad.nn.normalization import LayerNorm
+from minigrad.nn.parameter import Parameter
+from minigrad.nn.positional import PositionalEncoding
+from minigrad.nn.transformer import TransformerBlock
+
+__all__ = [
+    "Dropout", "Embedding", "FeedForward", "GELU", "Identity", "LayerNorm", "Linear",
+    "Module", "ModuleCall", "ModuleList", "MultiHeadAttention", "Parameter",
+    "PositionalEncoding", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
+    "TransformerBlock", "functional", "init", "utils",
+]  # fmt: skip

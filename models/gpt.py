@@ -1,0 +1,164 @@
+"""A GPT: a decoder-only transformer that predicts the next token.
+
+X_i = tok_emb(x_i) + pos_emb(i)                  (learned positions)
+X   = blocks[L-1](... blocks[0](X))              (causal TransformerBlocks)
+logits = head(ln_f(X))                           (ln_f only for pre-LN blocks)
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+import minigrad as mg
+from minigrad import nn, rng
+from minigrad.backend import array_module
+from minigrad.errors import ShapeError
+from minigrad.nn import functional as F
+from minigrad.tensor import Tensor
+
+
+@dataclass
+class GPTConfig:
+    """The size and shape of a GPT. ``d_ff`` defaults to 4 * d_model."""
+
+    vocab_size: int
+    block_size: int  # the longest context the model reads
+    d_model: int
+    n_heads: int
+    n_layers: int
+    d_ff: int | None = None
+    dropout: float = 0.0
+    norm_first: bool = False  # False: post-LN blocks, Z = LayerNorm(X + O)
+    residual: bool = True  # False: no shortcuts (for the residual studies)
+    activation: str = "gelu"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class GPT(nn.Module):
+    """forward(idx: (B, T) int64, targets=None) -> (logits (B, T, vocab_size), loss or None).
+
+    Parameter names: ``tok_emb``, ``pos_emb``, ``blocks.{i}.attn.{q,k,v,o}_proj``,
+    ``blocks.{i}.ln1``, ``blocks.{i}.ffn.fc1``/``fc2``, ``blocks.{i}.ln2``, ``ln_f`` (pre-LN
+    only) and ``head`` (not tied to ``tok_emb``).
+    """
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.config = config
+        self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
+        self.pos_emb = nn.Embedding(config.block_size, config.d_model)
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(
+            nn.TransformerBlock(
+                config.d_model,
+                config.n_heads,
+                d_ff=config.d_ff,
+                dropout=config.dropout,
+                causal=True,
+                norm_first=config.norm_first,
+                residual=config.residual,
+                activation=config.activation,
+            )
+            for _ in range(config.n_layers)
+        )
+        # pre-LN blocks leave their output un-normalized: one last LayerNorm before the head
+        self.ln_f = nn.LayerNorm(config.d_model) if config.norm_first else None
+        self.head = nn.Linear(config.d_model, config.vocab_size)
+
+    def forward(self, idx, targets=None) -> tuple[Tensor, Tensor | None]:
+        idx = _as_tokens(idx)
+        if idx.ndim != 2:
+            raise ShapeError(f"GPT: idx must be (B, T) token ids, got shape {idx.shape}")
+        batch, length = idx.shape
+        if length > self.config.block_size:
+            raise ShapeError(
+                f"GPT: sequence of length {length} is longer than block_size "
+                f"{self.config.block_size}; crop the context to the last "
+                f"{self.config.block_size} tokens"
+            )
+        positions = Tensor._make(array_module(idx.data).arange(length))
+        # X_i = Embedding(x_i) + P_i
+        x = self.drop(self.tok_emb(idx) + self.pos_emb(positions))
+        for block in self.blocks:
+            x = block(x)
+        if self.ln_f is not None:
+            x = self.ln_f(x)
+        logits = self.head(x)
+        if targets is None:
+            return logits, None
+        targets = _as_tokens(targets, idx.device)
+        if targets.shape != idx.shape:
+            raise ShapeError(
+                f"GPT: targets of shape {targets.shape} must match idx of shape {idx.shape}"
+            )
+        loss = F.cross_entropy(
+            logits.reshape(batch * length, -1), targets.reshape(-1), ignore_index=-100
+        )
+        return logits, loss
+
+    def generate(
+        self, idx, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None
+    ) -> Tensor:
+        """The prompt ``idx`` (B, T) followed by ``max_new_tokens`` sampled tokens.
+
+        Each step reads at most the last ``block_size`` tokens, divides the last logits by
+        ``temperature`` (0 picks the most likely token), keeps only the ``top_k`` largest if
+        given, and samples from the softmax with minigrad's RNG (``mg.manual_seed``).
+        """
+        idx = _as_tokens(idx, self.tok_emb.weight.device)
+        if idx.ndim == 1:
+            idx = idx.reshape(1, -1)
+        tokens = idx.data
+        xp = array_module(tokens)
+        with mg.no_grad():
+            for _ in range(max_new_tokens):
+                context = Tensor._make(tokens[:, -self.config.block_size :])
+                logits, _ = self(context)
+                last = logits.data[:, -1, :].astype(np.float64)
+                next_token = _sample(last, temperature, top_k, xp)
+                tokens = xp.concatenate([tokens, next_token[:, None]], axis=1)
+        return Tensor._make(tokens)
+
+    def extra_repr(self) -> str:
+        c = self.config
+        return (
+            f"vocab_size={c.vocab_size}, block_size={c.block_size}, d_model={c.d_model}, "
+            f"n_heads={c.n_heads}, n_layers={c.n_layers}, norm_first={c.norm_first}, "
+            f"residual={c.residual}"
+        )
+
+
+def _as_tokens(idx, device: str = "cpu") -> Tensor:
+    """Token ids as an int64 Tensor (lists and arrays are accepted too)."""
+    if not isinstance(idx, Tensor):
+        idx = mg.tensor(idx, dtype=np.int64, device=device)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"GPT: token ids must be integers (int64), got dtype {idx.dtype}")
+    return idx
+
+
+def _sample(logits, temperature: float, top_k: int | None, xp):
+    """One token id per row of ``logits`` (B, V), as an int64 array (B,)."""
+    if temperature == 0:
+        return logits.argmax(axis=-1).astype(np.int64)
+    logits = logits / temperature
+    if top_k is not None:
+        k = min(int(top_k), logits.shape[-1])
+        kth_largest = xp.sort(logits, axis=-1)[:, -k][:, None]
+        logits = xp.where(logits < kth_largest, -xp.inf, logits)
+    probs = xp.exp(logits - logits.max(axis=-1, keepdims=True))
+    probs /= probs.sum(axis=-1, keepdims=True)
+    # inverse CDF: the first token whose cumulative probability exceeds u ~ U(0, 1)
+    u = rng.generator(_device_of(probs)).random((probs.shape[0], 1))
+    chosen = (xp.cumsum(probs, axis=-1) <= u).sum(axis=-1)
+    return xp.minimum(chosen, probs.shape[-1] - 1).astype(np.int64)
+
+
+def _device_of(array) -> str:
+    from minigrad.backend import device_of
+
+    return device_of(array)
