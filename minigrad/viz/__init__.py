@@ -1,0 +1,17 @@
+"""Make backprop visible: the computation graph, its gradient shortcuts, and the gradient
+that flowed along each edge.
+
+    with mg.viz.record_grads():
+        loss.backward()
+    graph = mg.viz.draw_graph(loss, params=model)     # a graphviz.Digraph
+    mg.viz.render(graph, "gpt.svg")
+    mg.viz.find_shortcuts(loss)                       # the residual connections, from the graph
+"""
+
+from minigrad.viz.graph import Edge, Graph, collect_graph
+from minigrad.viz.record import record_grads
+from minigrad.viz.shortcuts import Shortcut, find_shortcuts
+
+__all__ = [
+    "Edge", "Graph", "Shortcut", "collect_graph", "find_shortcuts", "record_grads",
+]  # fmt: skip

@@ -1,0 +1,96 @@
+"""The computation graph behind a tensor, walked once and laid out flat for the drawing tools.
+
+A tensor made by an op points to its graph node (``t.grad_fn``, a ``Context``), whose
+``inputs`` are the tensors the op read. Following those links from an output reaches every
+node and every leaf the output depends on. ``collect_graph`` does that walk iteratively (an
+explicit stack, so graphs of 10^5 nodes need no recursion) and returns the nodes in the order
+their ops ran: a node's ``seq`` number is given when it is created, after its inputs exist,
+so sorting by ``seq`` is a topological order (inputs before the ops that read them).
+
+An *edge* is one input slot of one node: the tensor ``inputs[position]`` flowing into
+``head``. In backward, the gradient flows along the same edge the other way, and inside
+``viz.record_grads()`` the engine keeps its norm in ``head.edge_grad_norms[position]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from minigrad.autograd.function import Context
+from minigrad.tensor import Tensor
+
+
+@dataclass(frozen=True, eq=False)
+class Edge:
+    """``tensor`` flows into input slot ``position`` of the node ``head``."""
+
+    tensor: Tensor
+    head: Context
+    position: int
+
+    @property
+    def tail(self) -> Context | None:
+        """The node that made ``tensor`` (None for a leaf: a parameter, an input, a constant)."""
+        return self.tensor.grad_fn
+
+    @property
+    def grad_norm(self) -> float | None:
+        """Norm of the gradient that the last recorded backward sent along this edge."""
+        norms = self.head.edge_grad_norms
+        return None if norms is None else norms[self.position]
+
+
+@dataclass(eq=False)
+class Graph:
+    """Everything ``output`` depends on: its nodes in run order, its leaves, its edges."""
+
+    output: Tensor
+    nodes: list = field(default_factory=list)  # Contexts, sorted by seq (inputs first)
+    leaves: list = field(default_factory=list)  # Tensors without grad_fn, in first-use order
+    edges: list = field(default_factory=list)  # Edges, grouped by head in node order
+
+    def output_of(self, node: Context, index: int = 0) -> Tensor | None:
+        """The live output tensor ``index`` of ``node`` (None once it was freed)."""
+        return node.outputs[index]() if index < len(node.outputs) else None
+
+    def consumers(self) -> dict:
+        """id(tensor) -> the edges that read that tensor."""
+        readers: dict = {}
+        for edge in self.edges:
+            readers.setdefault(id(edge.tensor), []).append(edge)
+        return readers
+
+    @property
+    def has_grads(self) -> bool:
+        """Whether a backward inside ``record_grads()`` has labelled these edges."""
+        return any(node.edge_grad_norms is not None for node in self.nodes)
+
+
+def collect_graph(output: Tensor) -> Graph:
+    """Walk back from ``output`` to every node and leaf it depends on (no recursion)."""
+    graph = Graph(output)
+    if output.grad_fn is None:
+        graph.leaves.append(output)
+        return graph
+    seen_nodes = {id(output.grad_fn)}
+    stack = [output.grad_fn]
+    while stack:
+        node = stack.pop()
+        graph.nodes.append(node)
+        for arg in node.inputs:
+            parent = arg.grad_fn if isinstance(arg, Tensor) else None
+            if parent is not None and id(parent) not in seen_nodes:
+                seen_nodes.add(id(parent))
+                stack.append(parent)
+    graph.nodes.sort(key=lambda node: node.seq)
+
+    seen_leaves = set()
+    for node in graph.nodes:
+        for position, arg in enumerate(node.inputs):
+            if not isinstance(arg, Tensor):
+                continue  # a constant argument (an axis, a Python number): not an edge
+            graph.edges.append(Edge(arg, node, position))
+            if arg.grad_fn is None and id(arg) not in seen_leaves:
+                seen_leaves.add(id(arg))
+                graph.leaves.append(arg)
+    return graph
