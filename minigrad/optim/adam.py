@@ -1,0 +1,97 @@
+"""Adam and AdamW, with PyTorch's exact update (Kingma and Ba 2015; Loshchilov and Hutter 2019):
+
+    t = t + 1
+    g = grad + weight_decay * p                  (Adam: L2 penalty folded into the gradient)
+    p = p * (1 - lr * weight_decay)              (AdamW instead: decoupled weight decay)
+    m = beta1 * m + (1 - beta1) * g              (first moment: mean of g)
+    v = beta2 * v + (1 - beta2) * g^2            (second moment: mean of g^2)
+    p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+
+The bias corrections 1 - beta^t undo the start of m and v at zero. All array arithmetic is
+in place in the parameter's dtype; only the scalar factors are Python floats.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from minigrad.backend import array_module
+from minigrad.optim.optimizer import Optimizer
+from minigrad.tensor import Tensor
+
+
+class Adam(Optimizer):
+    decoupled_weight_decay = False
+
+    def __init__(
+        self,
+        params: Iterable,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+    ):
+        name = type(self).__name__
+        if lr < 0 or eps < 0 or weight_decay < 0:
+            raise ValueError(f"{name}: lr, eps and weight_decay must be >= 0")
+        if not all(0.0 <= beta < 1.0 for beta in betas):
+            raise ValueError(f"{name}: betas must be in [0, 1), got {betas}")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
+        super().__init__(params, defaults)
+
+    def update(self, param: Tensor, grad, state: dict, group: dict) -> None:
+        xp = array_module(param.data)
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        weight_decay = group["weight_decay"]
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = xp.zeros_like(param.data)
+            state["exp_avg_sq"] = xp.zeros_like(param.data)
+        state["step"] += 1
+        step = state["step"]
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+
+        if weight_decay != 0:
+            if self.decoupled_weight_decay:
+                param.data *= 1 - lr * weight_decay  # p = p (1 - lr wd)
+            else:
+                grad = grad + weight_decay * param.data  # g = g + wd p (a new array)
+
+        # m = m + (1 - beta1) (g - m)   (= beta1 m + (1 - beta1) g, as PyTorch's lerp)
+        delta = grad - m
+        delta *= 1 - beta1
+        m += delta
+        # v = beta2 v + (1 - beta2) g^2
+        v *= beta2
+        squared = grad * grad
+        squared *= 1 - beta2
+        v += squared
+
+        bias_correction1 = 1 - beta1**step
+        bias_correction2_sqrt = math.sqrt(1 - beta2**step)
+        step_size = lr / bias_correction1
+        # p = p - step_size * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+        denom = xp.sqrt(v)
+        denom /= bias_correction2_sqrt
+        denom += eps
+        update = xp.divide(m, denom, out=denom)
+        update *= step_size
+        param.data -= update
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay: p shrinks by lr * weight_decay each step, apart from
+    the gradient (Loshchilov and Hutter 2019). weight_decay defaults to 0.01."""
+
+    decoupled_weight_decay = True
+
+    def __init__(
+        self,
+        params: Iterable,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.01,
+    ):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
