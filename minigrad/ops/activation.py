@@ -66,7 +66,7 @@ class Gelu(Function):
         if approximate == "tanh":
             ctx.save_for_backward(x, None)
             xp = xp_of(x)
-            inner = x * x
+            inner = xp.asarray(x * x)  # an array even for 0-d x, so out= below can write it
             inner *= GELU_TANH_C
             inner += 1.0
             inner *= x
