@@ -23,10 +23,11 @@ from minigrad.nn.module import Module, ModuleCall
 from minigrad.nn.normalization import LayerNorm
 from minigrad.nn.parameter import Parameter
 from minigrad.nn.positional import PositionalEncoding
+from minigrad.nn.rnn import LSTM, RNN
 from minigrad.nn.transformer import TransformerBlock
 
 __all__ = [
-    "Dropout", "Embedding", "FeedForward", "GELU", "Identity", "LayerNorm", "Linear",
+    "Dropout", "Embedding", "LSTM", "RNN", "FeedForward", "GELU", "Identity", "LayerNorm", "Linear",
     "Module", "ModuleCall", "ModuleList", "MultiHeadAttention", "Parameter",
     "PositionalEncoding", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
     "TransformerBlock", "functional", "init", "utils",
