@@ -114,6 +114,17 @@ def create_graph_active() -> bool:
     return modes.grad_enabled
 
 
+def _backward_reporting_as_node(node, grads):
+    """Run a node's backward with the per-op forward checks of detect_anomaly off, so that a
+    nan or inf it makes is reported as this node's backward (``Sqrt backward``), not as the
+    forward of an op that backward is written with (``Div forward``)."""
+    modes.anomaly = False
+    try:
+        return node.function.backward(node, *grads)
+    finally:
+        modes.anomaly = True
+
+
 def _backward_node(node, output_grads, pending, leaf_grads) -> None:
     grads = []
     for index, ref in enumerate(node.outputs):
@@ -128,7 +139,10 @@ def _backward_node(node, output_grads, pending, leaf_grads) -> None:
             grad = tensor.zeros_like_detached()
         grads.append(grad)
 
-    input_grads = node.function.backward(node, *grads)
+    if modes.anomaly:
+        input_grads = _backward_reporting_as_node(node, grads)
+    else:
+        input_grads = node.function.backward(node, *grads)
     if not isinstance(input_grads, tuple):
         input_grads = (input_grads,)
     if len(input_grads) < len(node.inputs):
