@@ -1,0 +1,102 @@
+"""TransformerBlock and FeedForward against a PyTorch twin written here in plain torch.nn code
+(not torch.nn.TransformerEncoderLayer). Forward outputs and every gradient must agree in
+float32. ``TorchBlock`` is reused by the GPT twin in test_gpt.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import nn
+
+torch = pytest.importorskip("torch")
+from test_attention import (  # noqa: E402  (after the torch skip)
+    ATOL,
+    TorchAttention,
+    assert_same_gradients,
+    load_into_torch,
+    random_input,
+    run_both,
+)
+
+tnn = torch.nn
+TF = torch.nn.functional
+
+
+class TorchFeedForward(tnn.Module):
+    def __init__(self, d_model: int, d_ff: int, activation: str):
+        super().__init__()
+        self.fc1, self.fc2 = tnn.Linear(d_model, d_ff), tnn.Linear(d_ff, d_model)
+        self.activation = activation
+
+    def forward(self, x):
+        hidden = self.fc1(x)
+        if self.activation == "relu":
+            hidden = torch.relu(hidden)
+        else:
+            hidden = TF.gelu(
+                hidden, approximate="tanh" if self.activation == "gelu_tanh" else "none"
+            )
+        return self.fc2(hidden)
+
+
+class TorchBlock(tnn.Module):
+    def __init__(self, d_model, n_heads, d_ff=None, causal=True, norm_first=False,
+                 residual=True, activation="gelu"):  # fmt: skip
+        super().__init__()
+        self.norm_first, self.residual = norm_first, residual
+        self.attn = TorchAttention(d_model, n_heads, causal)
+        self.ln1 = tnn.LayerNorm(d_model)
+        self.ffn = TorchFeedForward(d_model, d_ff or 4 * d_model, activation)
+        self.ln2 = tnn.LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        shortcut = self.residual
+        if self.norm_first:
+            out = self.attn(self.ln1(x), mask)
+            x = x + out if shortcut else out
+            out = self.ffn(self.ln2(x))
+            return x + out if shortcut else out
+        out = self.attn(x, mask)
+        x = self.ln1(x + out if shortcut else out)
+        out = self.ffn(x)
+        return self.ln2(x + out if shortcut else out)
+
+
+# -- TransformerBlock -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post_ln", "pre_ln"])
+@pytest.mark.parametrize("residual", [True, False], ids=["residual", "no_residual"])
+@pytest.mark.parametrize("activation", ["gelu", "gelu_tanh", "relu"])
+def test_block_matches_torch(norm_first, residual, activation):
+    mg.manual_seed(2)
+    options = dict(norm_first=norm_first, residual=residual, activation=activation)
+    block = nn.TransformerBlock(16, 4, **options)
+    twin = TorchBlock(16, 4, **options)
+    load_into_torch(twin, block)
+    out_mg, out_torch, x_mg, x_torch = run_both(block, twin, random_input((2, 5, 16)))
+
+    np.testing.assert_allclose(out_mg.numpy(), out_torch.detach().numpy(), atol=ATOL)
+    np.testing.assert_allclose(x_mg.grad.numpy(), x_torch.grad.numpy(), atol=ATOL)
+    assert_same_gradients(block, twin)
+
+
+def test_block_parameter_names_and_default_d_ff():
+    block = nn.TransformerBlock(8, 2)
+    names = [name for name, _ in block.named_parameters()]
+    assert names[:2] == ["attn.q_proj.weight", "attn.q_proj.bias"]
+    assert {"ln1.weight", "ln2.bias", "ffn.fc1.weight", "ffn.fc2.bias"} <= set(names)
+    assert block.ffn.fc1.weight.shape == (32, 8)
+
+
+def test_block_dropout_is_active_only_in_training():
+    mg.manual_seed(0)
+    block = nn.TransformerBlock(8, 2, dropout=0.5)
+    x = mg.randn(2, 4, 8)
+    block.eval()
+    np.testing.assert_array_equal(block(x).numpy(), block(x).numpy())
+    block.train()
+    assert not np.allclose(block(x).numpy(), block(x).numpy())
