@@ -1,0 +1,32 @@
+"""``minigrad.study``: experiments on how gradients flow through residual connections.
+
+Each study is a function that measures, states its pass criterion, checks it, and returns a
+``StudyResult`` (rows, checks, ``passed``, a figure); ``out_dir=`` writes the Markdown and
+JSON tables and the figure. The same studies run from the shell as ``minigrad study NAME``.
+
+    depth   gradients at init vs depth, with and without shortcuts (MLP and transformer)
+    ln      post-LN vs pre-LN: gradient norms per layer (Xiong et al. 2020), warm-up
+    paths   gradient along paths of k branches (Veit et al. 2016)
+    scale   scaled shortcuts lambda * x + F(x), and ReZero (He et al. 2016)
+    time    gradient through time: RNN, LSTM (forget-gate bias), causal attention
+"""
+
+from minigrad.study.common import Check, StudyResult
+from minigrad.study.depth import depth
+
+STUDIES = {"depth": depth}
+
+
+def run(name: str, **options) -> StudyResult:
+    """Run the study called ``name`` (one of ``STUDIES``) with its keyword options."""
+    if name not in STUDIES:
+        raise ValueError(f"minigrad.study: unknown study {name!r}; choose from {sorted(STUDIES)}")
+    return STUDIES[name](**options)
+
+
+def make_all_figures(out_dir: str = "docs") -> dict[str, StudyResult]:
+    """Run every study at its defaults and write its tables and figure under ``out_dir``."""
+    return {name: study(out_dir=out_dir) for name, study in STUDIES.items()}
+
+
+__all__ = ["Check", "STUDIES", "StudyResult", "depth", "make_all_figures", "run"]
