@@ -18,6 +18,7 @@ import minigrad as mg
 from minigrad import nn
 
 torch = pytest.importorskip("torch")
+torch.set_num_threads(1)  # tiny tensors: threads only add waiting, on a busy machine a lot
 tnn = torch.nn
 TF = torch.nn.functional
 
