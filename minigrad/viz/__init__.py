@@ -8,10 +8,13 @@ that flowed along each edge.
     mg.viz.find_shortcuts(loss)                       # the residual connections, from the graph
 """
 
+from minigrad.viz.draw import draw_graph, format_norm
 from minigrad.viz.graph import Edge, Graph, collect_graph
 from minigrad.viz.record import record_grads
+from minigrad.viz.render import render
 from minigrad.viz.shortcuts import Shortcut, find_shortcuts
 
 __all__ = [
-    "Edge", "Graph", "Shortcut", "collect_graph", "find_shortcuts", "record_grads",
+    "Edge", "Graph", "Shortcut", "collect_graph", "draw_graph", "find_shortcuts",
+    "format_norm", "record_grads", "render",
 ]  # fmt: skip

@@ -1,0 +1,135 @@
+"""``minigrad graph``: draw a GPT's computation graph, its gradient shortcuts highlighted.
+
+    minigrad graph                                  a fresh 2-layer GPT -> graph.svg
+    minigrad graph --grads --out gpt.svg gpt.png    after one backward: gradient per edge
+    minigrad graph --layers 12 --depth 1            blocks folded into one box marked x12
+    minigrad graph --run runs/grammar-... --grads   a trained model, on a batch of its task
+
+The graph is that of the loss on one batch of the task (the run's task with ``--run``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+import minigrad as mg
+from models.commands.options import nonnegative_int, positive_int
+from models.data import TASKS, make_task
+from models.errors import UsageError
+from models.gpt import GPT, GPTConfig
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "graph",
+        help="draw a GPT's computation graph with its gradient shortcuts",
+        description=(
+            "Draw the computation graph of a GPT's loss on one batch (SVG, PNG or PDF by the "
+            "file suffix; the .dot source if Graphviz is not installed), shortcuts highlighted."
+        ),
+    )
+    parser.add_argument("--run", metavar="DIR", help="a folder made by train (default: fresh)")
+    parser.add_argument(
+        "--grads", action="store_true", help="label each edge with its gradient norm"
+    )
+    parser.add_argument(
+        "--out", nargs="+", default=["graph.svg"], metavar="FILE", help="default graph.svg"
+    )
+    parser.add_argument("--task", choices=sorted(TASKS), default="grammar")
+    parser.add_argument("--data", metavar="FILE", help="the text file of --task text")
+    parser.add_argument("--layers", type=positive_int, default=2)
+    parser.add_argument("--d-model", type=positive_int, default=32)
+    parser.add_argument("--heads", type=positive_int, default=2)
+    parser.add_argument("--norm-first", action="store_true", help="pre-LN blocks")
+    parser.add_argument("--no-residual", action="store_true", help="blocks without shortcuts")
+    parser.add_argument("--batch-size", type=positive_int, default=2)
+    parser.add_argument("--block-size", type=positive_int, default=None)
+    parser.add_argument(
+        "--depth", type=nonnegative_int, default=None, help="collapse modules below it"
+    )
+    parser.add_argument(
+        "--no-fold", action="store_true", help="draw every block, not one box marked xN"
+    )
+    parser.add_argument("--expand-fused", action="store_true", help="show fused ops' steps")
+    parser.add_argument("--saved-bytes", action="store_true", help="bytes saved per op")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    mg.manual_seed(args.seed)
+    model, task_name, data = _model(args)
+    task = make_task(task_name, data)
+    block_size = args.block_size or min(model.config.block_size, task.default_block_size)
+    if block_size > model.config.block_size:
+        raise UsageError(
+            f"--block-size {block_size} is longer than the model's block_size "
+            f"{model.config.block_size}"
+        )
+    x, y = task.get_batch("val", args.batch_size, block_size, np.random.default_rng(args.seed))
+    graph = draw_gpt(
+        model,
+        x,
+        y,
+        grads=args.grads,
+        depth=args.depth,
+        fold_repeated=not args.no_fold,
+        expand_fused=args.expand_fused,
+        show_saved_bytes=args.saved_bytes,
+    )
+    for out in args.out:
+        print(f"wrote {mg.viz.render(graph, out)}")
+    return 0
+
+
+def draw_gpt(model: GPT, x, y, grads: bool = False, **options):
+    """The graph of ``model``'s loss on the batch (x, y) (int arrays (B, T)) as a
+    graphviz.Digraph; with ``grads``, after one backward inside ``viz.record_grads()``.
+    ``options`` go to ``mg.viz.draw_graph`` (depth, fold_repeated, expand_fused, ...)."""
+    _, loss = model(x, y)
+    if grads:
+        with mg.viz.record_grads():
+            loss.backward()
+    loss.name = "loss"
+    return mg.viz.draw_graph(loss, params=model, **options)
+
+
+def write_docs_figure(folder: str | Path = "docs") -> list[Path]:
+    """docs/gpt_block_graph.svg and .png: a fresh 2-layer post-LN GPT on the grammar task,
+    after one backward pass, its two blocks folded into one box."""
+    mg.manual_seed(0)
+    task = make_task("grammar")
+    config = GPTConfig(len(task.vocab), task.default_block_size, 32, 2, 2)
+    x, y = task.get_batch("val", 2, 8, np.random.default_rng(0))
+    graph = draw_gpt(GPT(config), x, y, grads=True)
+    folder = Path(folder)
+    return [mg.viz.render(graph, folder / f"gpt_block_graph.{fmt}") for fmt in ("svg", "png")]
+
+
+def _model(args) -> tuple[GPT, str, str | None]:
+    """The GPT to draw, its task's name and data file."""
+    if args.run is None:
+        task = make_task(args.task, args.data)
+        block_size = args.block_size or task.default_block_size
+        if args.d_model % args.heads:
+            raise UsageError(f"--d-model {args.d_model} must be divisible by --heads {args.heads}")
+        config = GPTConfig(
+            vocab_size=len(task.vocab),
+            block_size=block_size,
+            d_model=args.d_model,
+            n_heads=args.heads,
+            n_layers=args.layers,
+            norm_first=args.norm_first,
+            residual=not args.no_residual,
+        )
+        return GPT(config), args.task, args.data
+    from models.run import RunDir
+    from models.sample import load_model
+
+    model, _ = load_model(args.run)
+    saved = RunDir.existing(args.run, option="--run").read_config()
+    train = saved.get("train", {})
+    return model, train.get("task", args.task), train.get("data", args.data)
