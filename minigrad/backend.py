@@ -46,7 +46,9 @@ def check_device(device) -> str:
     if name not in DEVICES:
         raise ValueError(f"unknown device {device!r}: expected 'cpu' or 'cuda'")
     if name == "cuda" and _import_cupy() is None:
-        raise RuntimeError(f"device 'cuda' is not available ({_cupy_error}). {GPU_INSTALL_HINT}")
+        from minigrad.errors import DeviceError
+
+        raise DeviceError(f"device 'cuda' is not available ({_cupy_error}). {GPU_INSTALL_HINT}")
     return name
 
 

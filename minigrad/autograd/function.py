@@ -250,9 +250,17 @@ def _op_error(cls, args, error):
     """Re-raise a NumPy/CuPy error in the user's terms: the op and the shapes involved."""
     message = str(error).splitlines()[0] if str(error) else type(error).__name__
     kind = OutOfRangeError if isinstance(error, IndexError) else ShapeError
+    op = _snake_case(cls.__name__)  # the name users call: add, matmul, broadcast_to
+    if isinstance(error, ValueError) and "broadcast" in message:
+        return ShapeError(f"{op}: shapes {_shapes(args)} do not broadcast")
     if isinstance(error, TypeError):
-        return TypeError(f"{cls.__name__}: invalid inputs ({_shapes(args)}): {message}")
-    return kind(f"{cls.__name__}: invalid input shapes {_shapes(args)}: {message}")
+        return TypeError(f"{op}: invalid inputs ({_shapes(args)}): {message}")
+    return kind(f"{op}: invalid input shapes {_shapes(args)}: {message}")
+
+
+def _snake_case(name: str) -> str:
+    """An op's class name as the function users call: Add -> add, BroadcastTo -> broadcast_to."""
+    return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
 
 
 def _check_finite(op_name: str, stage: str, arrays, args) -> None:

@@ -32,6 +32,17 @@ def normalize_dims(dim, ndim: int) -> tuple:
     return tuple(sorted(set(normalized)))
 
 
+def normalize_dim(dim: int, ndim: int, op: str) -> int:
+    """One dim as a non-negative axis (-1 is the last), or an error naming ``op``."""
+    size = max(ndim, 1)
+    if not -size <= dim < size:
+        raise OutOfRangeError(
+            f"{op}: dim {dim} is out of range for a tensor with {ndim} dims "
+            f"(expected {-size} <= dim < {size})"
+        )
+    return dim % size
+
+
 def kept_shape(shape: tuple, dims: tuple) -> tuple:
     """The shape a reduction over ``dims`` has with keepdim=True: those dims set to 1."""
     return tuple(1 if axis in dims else size for axis, size in enumerate(shape))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from minigrad.autograd.function import Function
 from minigrad.backend import index_add
 from minigrad.errors import OutOfRangeError, ShapeError
-from minigrad.ops._helpers import shape_of, xp_of
+from minigrad.ops._helpers import normalize_dim, shape_of, xp_of
 from minigrad.ops.shape import sum_to, unsqueeze
 
 
@@ -142,7 +142,7 @@ def cat(tensors, dim: int = 0):
     if not tensors:
         raise ValueError("cat: expected a non-empty sequence of tensors")
     ndim = tensors[0].ndim
-    dim = dim % ndim
+    dim = normalize_dim(dim, ndim, "cat")
     for t in tensors:
         if t.ndim != ndim or any(
             a != b for i, (a, b) in enumerate(zip(t.shape, tensors[0].shape)) if i != dim
@@ -159,16 +159,18 @@ def stack(tensors, dim: int = 0):
     shapes = {t.shape for t in tensors}
     if len(shapes) > 1:
         raise ShapeError(f"stack: all tensors must have the same shape, got {sorted(shapes)}")
-    dim = dim % (tensors[0].ndim + 1)
+    dim = normalize_dim(dim, tensors[0].ndim + 1, "stack")
     return cat([unsqueeze(t, dim) for t in tensors], dim)
 
 
 def split(x, split_size_or_sections, dim: int = 0):
     """Pieces of ``split_size`` along dim (the last may be smaller), or of the given sizes."""
-    dim = dim % x.ndim
+    dim = normalize_dim(dim, x.ndim, "split")
     length = x.shape[dim]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
+        if step <= 0:
+            raise ValueError(f"split: split_size must be a positive integer, got {step}")
         sizes = [min(step, length - start) for start in range(0, length, step)]
     else:
         sizes = list(split_size_or_sections)
@@ -182,7 +184,9 @@ def split(x, split_size_or_sections, dim: int = 0):
 
 
 def chunk(x, chunks: int, dim: int = 0):
-    length = x.shape[dim % x.ndim]
+    if chunks <= 0:
+        raise ValueError(f"chunk: chunks must be a positive integer, got {chunks}")
+    length = x.shape[normalize_dim(dim, x.ndim, "chunk")]
     return split(x, -(-length // chunks), dim)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from minigrad.autograd.function import Function
 from minigrad.errors import ShapeError
-from minigrad.ops._helpers import xp_of
+from minigrad.ops._helpers import normalize_dim, xp_of
 
 
 class Reshape(Function):
@@ -80,13 +80,14 @@ def reshape(x, *shape):
 
 
 def permute(x, *dims):
-    dims = tuple(d % x.ndim for d in _shape_arg(dims))
+    dims = tuple(normalize_dim(d, x.ndim, "permute") for d in _shape_arg(dims))
     if sorted(dims) != list(range(x.ndim)):
         raise ShapeError(f"permute: {dims} is not a permutation of the {x.ndim} dims of {x.shape}")
     return Permute.apply(x, dims)
 
 
 def transpose(x, dim0: int, dim1: int):
+    dim0, dim1 = normalize_dim(dim0, x.ndim, "transpose"), normalize_dim(dim1, x.ndim, "transpose")
     axes = list(range(x.ndim))
     axes[dim0], axes[dim1] = axes[dim1], axes[dim0]
     return Permute.apply(x, tuple(axes))
@@ -106,7 +107,7 @@ def sum_to(x, shape):
 
 
 def unsqueeze(x, dim: int):
-    dim = dim % (x.ndim + 1)
+    dim = normalize_dim(dim, x.ndim + 1, "unsqueeze")
     return reshape(x, x.shape[:dim] + (1,) + x.shape[dim:])
 
 
@@ -114,14 +115,15 @@ def squeeze(x, dim=None):
     if dim is None:
         return reshape(x, tuple(s for s in x.shape if s != 1))
     dims = (dim,) if isinstance(dim, int) else dim
-    dims = {d % max(x.ndim, 1) for d in dims}
+    dims = {normalize_dim(d, x.ndim, "squeeze") for d in dims}
     return reshape(x, tuple(s for i, s in enumerate(x.shape) if not (i in dims and s == 1)))
 
 
 def flatten(x, start_dim: int = 0, end_dim: int = -1):
     if x.ndim == 0:
         return reshape(x, (1,))
-    start, end = start_dim % x.ndim, end_dim % x.ndim
+    start = normalize_dim(start_dim, x.ndim, "flatten")
+    end = normalize_dim(end_dim, x.ndim, "flatten")
     size = 1
     for s in x.shape[start : end + 1]:
         size *= s
