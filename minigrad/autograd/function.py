@@ -241,7 +241,8 @@ def _check_same_device(cls, args) -> None:
     if len({d for d, _ in devices}) > 1:
         described = " and ".join(f"{shape} on {dev}" for dev, shape in devices)
         raise DeviceError(
-            f"{cls.__name__}: expected all tensors on the same device, got {described}. "
+            f"{_snake_case(cls.__name__)}: expected all tensors on the same device, "
+            f"got {described}. "
             "Move them with .to(device) first."
         )
 
