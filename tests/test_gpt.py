@@ -177,4 +177,10 @@ def test_gpt_matches_torch_twin_over_20_adamw_steps(norm_first):
     assert losses[-1] < losses[0]  # it learned something, so the comparison means something
     twin_state = twin.state_dict()
     for name, value in model.state_dict().items():
-        np.testing.assert_allclose(value.numpy(), twin_state[name].numpy(), atol=1e-3, err_msg=name)
+        # The key bias adds q . b_k to every score of a row, which softmax ignores: its true
+        # gradient is 0, both sides hold float noise (~1e-10), and Adam's m / sqrt(v) turns
+        # noise into full-size steps. Every other weight must agree closely.
+        if not name.endswith("k_proj.bias"):
+            np.testing.assert_allclose(
+                value.numpy(), twin_state[name].numpy(), atol=2e-5, err_msg=name
+            )
