@@ -137,7 +137,7 @@ def _title(output: Tensor, node_count: int, shortcut_count: int, no_grads: bool)
         f"computation graph of {what} {_shape(output)}: {_count(node_count, 'op')}, "
         f"{_count(shortcut_count, 'gradient shortcut')}"
     )
-    return title + (f"\n({NO_GRADIENT_YET})" if no_grads else "")
+    return title + (f"\\n({NO_GRADIENT_YET})" if no_grads else "")
 
 
 def _count(count: int, noun: str) -> str:
@@ -291,7 +291,7 @@ class _Drawing:
         if len(call.copies) > 1:
             last = call.copies[-1]
             return (
-                f"{call.name} … {last.name}: {call.type_name} ×{len(call.copies)}\n"
+                f"{call.name} … {last.name}: {call.type_name} ×{len(call.copies)}\\n"
                 f"(drawn once; the arrows show {call.name})"
             )
         return call.title
@@ -356,7 +356,10 @@ class _Drawing:
     def _module_label(self, item: Item) -> str:
         call = item.call
         nodes = call.nodes()
-        rows = [f"<b>{html.escape(call.name or call.type_name)}</b>", call.type_name]
+        name, kind = call.name or call.type_name, call.type_name
+        if len(call.copies) > 1:  # a folded run, collapsed
+            name, kind = f"{name} … {call.copies[-1].name}", f"{kind} ×{len(call.copies)}"
+        rows = [f"<b>{html.escape(name)}</b>", kind]
         output = nodes[-1].outputs[0]() if nodes and nodes[-1].outputs else None
         if output is not None:
             rows.append(f'<font color="#666666" point-size="8">→ {_shape(output)}</font>')
@@ -365,7 +368,8 @@ class _Drawing:
         if item.hidden_shortcuts:
             rows.append(
                 f'<font color="{SHORTCUT_COLOUR}" point-size="8">'
-                f"{_count(item.hidden_shortcuts, 'shortcut')} inside</font>"
+                f"{_count(item.hidden_shortcuts, 'shortcut')} inside"
+                f"{' each' if len(call.copies) > 1 else ''}</font>"
             )
         return "<" + "<br/>".join(rows) + ">"
 
@@ -427,7 +431,7 @@ class _Drawing:
             colour = "#555555"
         attrs = {"color": colour, "class": "edge-data"}
         if rows:
-            attrs["label"] = "\n".join(rows)
+            attrs["label"] = "\\n".join(rows)
             attrs["fontcolor"] = colour if colour != NO_GRAD_COLOUR else "#555555"
         if shortcut:
             stroke = colour if self.scale is not None else SHORTCUT_COLOUR
@@ -439,7 +443,7 @@ class _Drawing:
                 tooltip="shortcut: the identity path of x + F(x)",
                 **{"class": "shortcut"},
             )
-            attrs["label"] = "\n".join(rows)
+            attrs["label"] = "\\n".join(rows)
         elif arrow.branch is not None and self.highlight:
             attrs.update(penwidth="1.6", **{"class": "branch"})
         elif not arrow.edges:

@@ -72,7 +72,7 @@ def lay_out(
     keys = _node_keys(graph, tree, fold, depth, items)
     skip_edges = {(id(s.node), s.skip_position): s for s in shortcuts}
     branch_edges = {(id(s.node), s.branch_position): s for s in shortcuts}
-    _count_hidden(items, tree, shortcuts, keys, param_names, graph)
+    _count_hidden(items, shortcuts, keys, param_names, fold)
 
     arrows: dict = {}
     leaf_index = {id(leaf): index for index, leaf in enumerate(graph.leaves)}
@@ -95,9 +95,10 @@ def lay_out(
         arrow_key = (tail_key, head_key) if merge else (tail_key, head_key, edge.position)
         arrow = arrows.setdefault(arrow_key, Arrow(tail_key, head_key))
         arrow.edges.append(edge)
-        slot = (id(edge.head), edge.position)
-        arrow.shortcut = arrow.shortcut or skip_edges.get(slot)
-        arrow.branch = arrow.branch or branch_edges.get(slot)
+        if items[head_key].kind == "op":  # the Add itself is drawn (not inside a module)
+            slot = (id(edge.head), edge.position)
+            arrow.shortcut = arrow.shortcut or skip_edges.get(slot)
+            arrow.branch = arrow.branch or branch_edges.get(slot)
 
     output = graph.output
     items["output"] = Item("output", "output", None, tensor=output)
@@ -148,7 +149,8 @@ def _box_of(call: Call | None) -> Call | None:
     return call
 
 
-def _count_hidden(items, tree, shortcuts, keys, param_names, graph) -> None:
+def _count_hidden(items, shortcuts, keys, param_names, fold: Folding) -> None:
+    """Count the parameters and shortcuts inside each collapsed module (in one copy)."""
     for item in items.values():
         if item.kind == "module":
             item.hidden_params = sum(
@@ -159,7 +161,7 @@ def _count_hidden(items, tree, shortcuts, keys, param_names, graph) -> None:
             )
     for shortcut in shortcuts:
         item = items[keys[id(shortcut.node)]]
-        if item.kind == "module":
+        if item.kind == "module" and id(shortcut.node) not in fold.twin:
             item.hidden_shortcuts += 1
 
 
