@@ -9,12 +9,11 @@ with a shortcut scale ``s`` (1 is the usual block) and a ``GradientGate`` on eac
 edges into the sum, so that backward can be sent through the shortcut only, the branch only,
 or both, while forward computes the same values. ``ReZeroBlock`` is x + alpha * F(x) with
 alpha = 0 at initialization (Bachlechner et al. 2020). ``TinyLM`` is a small GPT-style language
-model (token and position embeddings, blocks, head) for the short training runs.
+model (token and position embeddings, blocks, head) for the short training runs of
+``copytask``.
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 import minigrad as mg
 from minigrad import nn
@@ -131,25 +130,17 @@ class TinyLM(nn.Module):
         self.head = nn.Linear(d_model, vocab_size)
 
     def forward(self, idx: Tensor) -> Tensor:
+        return self.logits(self.residual_stream(idx))
+
+    def residual_stream(self, idx: Tensor) -> Tensor:
+        """x after the last block, before the final LayerNorm: (B, T, d_model)."""
         positions = mg.arange(idx.shape[1])
         x = self.tok_emb(idx) + self.pos_emb(positions)
         for block in self.blocks:
             x = block(x)
+        return x
+
+    def logits(self, stream: Tensor) -> Tensor:
         if self.ln_f is not None:
-            x = self.ln_f(x)
-        return self.head(x)
-
-
-def copy_batch(rng: np.random.Generator, batch: int, length: int, vocab: int):
-    """The copy task: ``length`` random symbols, a separator, the same symbols again.
-
-    Returns (x, y) int64 arrays of shape (batch, 2 * length + 1); y is the next token and
-    -100 (ignored by cross_entropy) over the first half, which cannot be predicted.
-    Symbols are 1..vocab-1; 0 is the separator.
-    """
-    symbols = rng.integers(1, vocab, size=(batch, length))
-    separator = np.zeros((batch, 1), dtype=np.int64)
-    sequence = np.concatenate([symbols, separator, symbols, separator], axis=1)
-    x, y = sequence[:, :-1], sequence[:, 1:].copy()
-    y[:, :length] = -100
-    return x, y
+            stream = self.ln_f(stream)
+        return self.head(stream)
