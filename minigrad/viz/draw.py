@@ -221,9 +221,11 @@ class _Drawing:
         self.scale, self.highlight, self.clusters = scale, highlight, clusters
         self.saved_bytes, self.expand = saved_bytes, expand
         self.stream = set()  # keys of the items on the residual stream
+        self.sums = set()  # keys of the Add nodes that shortcuts enter
         for arrow in layout.arrows:
             if arrow.shortcut is not None and highlight:
                 self.stream.update((arrow.tail, arrow.head))
+                self.sums.add(arrow.head)
 
     def digraph(self, title: str, show_grads: bool, max_nodes: int | None) -> graphviz.Digraph:
         dot = graphviz.Digraph(
@@ -323,9 +325,7 @@ class _Drawing:
 
     def _op_attrs(self, item: Item, attrs: dict) -> dict:
         node = item.node
-        if any(
-            arrow.shortcut is not None and arrow.head == item.key for arrow in self.layout.arrows
-        ):
+        if item.key in self.sums:
             attrs["fillcolor"] = FILL["shortcut"]
         elif recipe_for(node):
             attrs["fillcolor"] = FILL["fused"]
