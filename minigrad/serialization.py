@@ -55,9 +55,12 @@ def save(state, path: str | os.PathLike, metadata: dict[str, str] | None = None)
     _write_atomically(os.fspath(path), to_bytes(arrays, metadata=header))
 
 
-def load(path: str | os.PathLike, device: str = "cpu"):
+def load(path: str | os.PathLike, device: str = "cpu", with_metadata: bool = False):
     """Read a safetensors file written by ``save`` (or by PyTorch's safetensors): tensors
-    come back as Tensors on ``device``. Any other kind of file is refused, unread."""
+    come back as Tensors on ``device``. Any other kind of file is refused, unread.
+
+    ``with_metadata=True`` returns ``(state, metadata)``, metadata being the ``metadata=``
+    strings given to ``save`` (as ``load_metadata`` reads them)."""
     from safetensors.numpy import load as from_bytes
 
     path = os.fspath(path)
@@ -66,18 +69,21 @@ def load(path: str | os.PathLike, device: str = "cpu"):
     device = backend.check_device(device)
     arrays = from_bytes(data)
     tensors = {name: _as_tensor(array, device) for name, array in arrays.items()}
-    layout = header.get("__metadata__", {}).get(LAYOUT_KEY)
+    metadata = dict(header.get("__metadata__") or {})
+    layout = metadata.pop(LAYOUT_KEY, None)
     if layout is None:  # a file from elsewhere: name -> tensor, in the order of the header
         order = [name for name in header if name != "__metadata__"]
-        return {name: tensors[name] for name in order}
-    return _decode(json.loads(layout), tensors)
+        state = {name: tensors[name] for name in order}
+    else:
+        state = _decode(json.loads(layout), tensors)
+    return (state, metadata) if with_metadata else state
 
 
 def load_metadata(path: str | os.PathLike) -> dict[str, str]:
     """The ``metadata=`` strings that ``save`` stored in the header of ``path``."""
     path = os.fspath(path)
     header = _parse_header(_read(path), path)
-    metadata = dict(header.get("__metadata__", {}))
+    metadata = dict(header.get("__metadata__") or {})
     metadata.pop(LAYOUT_KEY, None)
     return metadata
 

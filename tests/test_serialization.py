@@ -59,6 +59,8 @@ def test_nested_state_with_numbers_and_optimizer_round_trips(tmp_path):
     loaded = mg.load(path)
     assert loaded["step"] == 7 and loaded["config"] == state["config"]
     assert serialization.load_metadata(path) == {"note": "hello"}
+    again, metadata = mg.load(path, with_metadata=True)
+    assert metadata == {"note": "hello"} and again["step"] == 7
     saved_state = optimizer.state_dict()
     assert loaded["optimizer"]["param_groups"] == saved_state["param_groups"]
     assert set(loaded["optimizer"]["state"]) == set(saved_state["state"])  # int keys again
