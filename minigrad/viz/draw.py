@@ -26,6 +26,7 @@ What the picture shows:
 from __future__ import annotations
 
 import html
+import math
 
 import graphviz
 
@@ -149,20 +150,17 @@ def _shape(tensor: Tensor) -> str:
 
 
 def _bytes(count: int) -> str:
-    for unit in ("B", "KiB", "MiB"):
-        if count < 1024 or unit == "MiB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1024
-    return f"{count:.1f} GiB"
+    if count < 1024:
+        return f"{count} B"
+    if count < 1024**2:
+        return f"{count / 1024:.1f} KiB"
+    return f"{count / 1024**2:.1f} MiB"
 
 
 class _GradScale:
     """Gradient norm -> colour, on a log scale between the smallest and largest drawn."""
 
     def __init__(self, layout: Layout):
-        import math
-
-        self.log10 = math.log10
         norms = [
             edge.grad_norm
             for arrow in layout.arrows
@@ -179,8 +177,8 @@ class _GradScale:
         """0 at the smallest norm drawn, 1 at the largest (log scale)."""
         if self.high <= self.low:
             return 0.5
-        span = self.log10(self.high) - self.log10(self.low)
-        return min(max((self.log10(value) - self.log10(self.low)) / span, 0.0), 1.0)
+        span = math.log10(self.high) - math.log10(self.low)
+        return min(max((math.log10(value) - math.log10(self.low)) / span, 0.0), 1.0)
 
     def colour(self, value: float | None) -> str:
         if value is None or value <= 0:
