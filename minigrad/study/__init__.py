@@ -13,8 +13,12 @@ JSON tables and the figure. The same studies run from the shell as ``minigrad st
 
 from minigrad.study.common import Check, StudyResult
 from minigrad.study.depth import depth
+from minigrad.study.ln import ln
+from minigrad.study.paths import paths
+from minigrad.study.scale import scale
+from minigrad.study.time import time
 
-STUDIES = {"depth": depth}
+STUDIES = {"depth": depth, "ln": ln, "paths": paths, "scale": scale, "time": time}
 
 
 def run(name: str, **options) -> StudyResult:
@@ -29,4 +33,15 @@ def make_all_figures(out_dir: str = "docs") -> dict[str, StudyResult]:
     return {name: study(out_dir=out_dir) for name, study in STUDIES.items()}
 
 
-__all__ = ["Check", "STUDIES", "StudyResult", "depth", "make_all_figures", "run"]
+__all__ = [
+    "Check",
+    "STUDIES",
+    "StudyResult",
+    "depth",
+    "ln",
+    "make_all_figures",
+    "paths",
+    "run",
+    "scale",
+    "time",
+]
