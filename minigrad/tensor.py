@@ -232,7 +232,11 @@ class Tensor:
 
     def _operand(self, other):
         """A Tensor or Python number to combine with self (arrays and lists become Tensors)."""
-        if isinstance(other, (Tensor, int, float, bool)):
+        if isinstance(other, Tensor):
+            return other
+        if isinstance(other, np.generic):  # np.float64(2.0) acts as 2.0: it never upcasts float32
+            return other.item()
+        if isinstance(other, (int, float, bool)):
             return other
         if isinstance(other, complex):
             raise TypeError("complex numbers are not supported")

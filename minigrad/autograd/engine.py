@@ -164,6 +164,8 @@ def _backward_node(node, output_grads, pending, leaf_grads) -> None:
                 f"{node.name}.backward returned a gradient of shape {grad.shape} for input "
                 f"{position} of shape {arg.shape}"
             )
+        if grad.dtype != arg.dtype:  # float32 * float64 -> a float64 grad; x keeps float32
+            grad = grad.to(arg.dtype)
         if modes.record_edge_grads:
             node.edge_grad_norms[position] = grad.norm_value()
         parent = arg.grad_fn
