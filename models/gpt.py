@@ -108,6 +108,7 @@ class GPT(nn.Module):
         Each step reads at most the last ``block_size`` tokens, divides the last logits by
         ``temperature`` (0 picks the most likely token), keeps only the ``top_k`` largest if
         given, and samples from the softmax with minigrad's RNG (``mg.manual_seed``).
+        With dropout > 0, call ``model.eval()`` first, as in PyTorch.
         """
         idx = _as_tokens(idx, self.tok_emb.weight.device)
         if idx.ndim == 1:

@@ -97,6 +97,13 @@ def test_state_dict_holds_parameters_and_persistent_buffers():
     assert all(not value.requires_grad for value in state.values())
 
 
+def test_state_dict_shares_memory_and_keep_vars_gives_the_parameters():
+    net = Net()
+    state = net.state_dict()
+    assert np.shares_memory(state["scale"].data, net.scale.data)
+    assert net.state_dict(keep_vars=True)["scale"] is net.scale
+
+
 def test_load_state_dict_copies_in_place():
     source, target = Net(), Net()
     params_before = list(target.parameters())
@@ -221,6 +228,13 @@ def test_no_module_calls_under_no_grad_or_for_passed_through_outputs():
     y = layer(mg.randn(1, 3))
     assert dropout(y) is y
     assert [call.module() for call in y.grad_fn.module_calls] == [layer]
+
+
+def test_module_calls_reach_tensors_inside_nested_tuple_outputs():
+    lstm = nn.LSTM(2, 3)
+    output, (h, c) = lstm(mg.randn(1, 4, 2, requires_grad=True))
+    for tensor in (output, h, c):
+        assert tensor.grad_fn.module_calls[-1].module() is lstm
 
 
 def test_repr_shows_structure_settings_and_parameter_counts():

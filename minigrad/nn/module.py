@@ -201,24 +201,19 @@ class Module:
 
     # -- state ------------------------------------------------------------------------------
 
-    def state_dict(self, prefix: str = "") -> OrderedDict:
+    def state_dict(self, *, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
         """Parameters and persistent buffers by dotted name, as detached Tensors that share
-        memory with the module (copy them if the module will train on)."""
-        state = OrderedDict()
-        for module_prefix, module in self.named_modules(prefix=prefix, remove_duplicate=False):
-            dot = f"{module_prefix}." if module_prefix else ""
-            for name, param in module._parameters.items():
-                if param is not None:
-                    state[dot + name] = param.detach()
-            for name, buffer in module._buffers.items():
-                if buffer is not None and name not in module._non_persistent:
-                    state[dot + name] = buffer.detach()
-        return state
+        memory with the module (copy them if the module will train on); ``keep_vars=True``
+        gives the Parameters themselves."""
+        live = self._state_targets(prefix)
+        if keep_vars:
+            return live
+        return OrderedDict((name, tensor.detach()) for name, tensor in live.items())
 
-    def _state_targets(self) -> OrderedDict:
-        """name -> the live Tensor that ``load_state_dict`` writes into."""
+    def _state_targets(self, prefix: str = "") -> OrderedDict:
+        """name -> the live Tensor: what ``state_dict`` shows and ``load_state_dict`` fills."""
         targets = OrderedDict()
-        for module_prefix, module in self.named_modules(remove_duplicate=False):
+        for module_prefix, module in self.named_modules(prefix=prefix, remove_duplicate=False):
             dot = f"{module_prefix}." if module_prefix else ""
             for name, param in module._parameters.items():
                 if param is not None:
@@ -283,10 +278,8 @@ class Module:
         for param in self.parameters():
             if param.grad is None:
                 continue
-            if set_to_none:
-                param.grad = None
-            else:
-                param.grad.data[...] = 0
+            # zeros in a new array: the engine may have handed two leaves one gradient array
+            param.grad = None if set_to_none else param.zeros_like_detached()
 
     def to(self, *args, **kwargs) -> Module:
         """Move every parameter and buffer to a device (``"cpu"``/``"cuda"``) and/or cast the
@@ -401,7 +394,10 @@ def _record_call(module: Module, output, start: int, end: int) -> None:
     """Append a ModuleCall to the graph node of each output Tensor this call created."""
     outputs = output if isinstance(output, (tuple, list)) else (output,)
     for item in outputs:
-        node = getattr(item, "grad_fn", None) if isinstance(item, Tensor) else None
+        if isinstance(item, (tuple, list)):  # LSTM: (output, (h_n, c_n))
+            _record_call(module, item, start, end)
+            continue
+        node = item.grad_fn if isinstance(item, Tensor) else None
         # an output handed through unchanged (Dropout in eval) was made by someone else
         if node is None or not start <= node.seq < end:
             continue
