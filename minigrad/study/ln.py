@@ -313,12 +313,14 @@ def draw(rows: list[dict], curves: dict[str, list[float]]):
             "xlabel": "layers L",
             "logx": True,
             "logy": True,
+            "plain_ticks": True,
         },
         {
             "curves": {m: series("per layer", m, "layer") for m, _ in MODELS},
             "title": "FFN |dL/dW2| per layer (deepest model)",
             "xlabel": "layer",
             "logy": True,
+            "plain_ticks": True,
         },
     ]
     if curves:

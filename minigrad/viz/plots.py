@@ -258,8 +258,11 @@ def plot_curves(
     """A row of panels of labelled curves; each panel is a dict with keys
 
     ``curves`` (label -> (x, y)), and optionally ``xlabel``, ``ylabel``, ``title``,
-    ``logx``, ``logy``, ``kind`` ("line" or "bar").
+    ``logx``, ``logy``, ``plain_ticks`` (tick labels 0.25 rather than 2.5e-1 on a log axis
+    that spans less than a decade), ``kind`` ("line" or "bar").
     """
+    from matplotlib.ticker import FuncFormatter
+
     family = font_family()
     figure = _figure(width * len(panels), height)
     axes = figure.subplots(1, len(panels), squeeze=False)[0]
@@ -273,6 +276,10 @@ def plot_curves(
             ax.set_xscale("log", base=2)
         if panel.get("logy"):
             ax.set_yscale("log")
+            if panel.get("plain_ticks"):  # a narrow log range: label ticks as 0.25, not 2.5e-1
+                plain = FuncFormatter(lambda value, _: f"{value:.3g}")
+                ax.yaxis.set_major_formatter(plain)
+                ax.yaxis.set_minor_formatter(plain)
         ax.set_xlabel(panel.get("xlabel", ""))
         ax.set_ylabel(panel.get("ylabel", ""))
         ax.set_title(panel.get("title", ""), fontsize=10, fontfamily=family)
