@@ -365,8 +365,9 @@ def test_functional_exports_the_design_list():
 # -- clip_grad_norm_ ---------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")], ids=["l2", "l1", "max"])
 @pytest.mark.parametrize("max_norm", [0.5, 100.0], ids=["clipped", "unchanged"])
-def test_clip_grad_norm_matches_torch(max_norm):
+def test_clip_grad_norm_matches_torch(max_norm, norm_type):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(0)
     grads = [rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (4,), (2, 2))]
@@ -374,8 +375,8 @@ def test_clip_grad_norm_matches_torch(max_norm):
     twins = [torch.zeros(*g.shape, requires_grad=True) for g in grads]
     for p, t, g in zip(params, twins, grads):
         p.grad, t.grad = mg.tensor(g), torch.from_numpy(g.copy())
-    total = nn.utils.clip_grad_norm_(params, max_norm)
-    total_twin = torch.nn.utils.clip_grad_norm_(twins, max_norm)
+    total = nn.utils.clip_grad_norm_(params, max_norm, norm_type)
+    total_twin = torch.nn.utils.clip_grad_norm_(twins, max_norm, norm_type)
     assert isinstance(total, mg.Tensor) and total.shape == ()
     assert total.item() == pytest.approx(total_twin.item(), rel=1e-6)
     for p, t in zip(params, twins):
