@@ -100,3 +100,15 @@ def test_block_dropout_is_active_only_in_training():
     np.testing.assert_array_equal(block(x).numpy(), block(x).numpy())
     block.train()
     assert not np.allclose(block(x).numpy(), block(x).numpy())
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post_ln", "pre_ln"])
+def test_block_passes_the_float64_finite_difference_check(norm_first):
+    """The whole block in float64: backward agrees with central differences in the input
+    and in a weight (through attention, softmax, LayerNorm, GELU and both shortcuts)."""
+    mg.manual_seed(4)
+    block = nn.TransformerBlock(8, 2, d_ff=12, norm_first=norm_first).double()
+    x = mg.randn(1, 3, 8, dtype=mg.float64, requires_grad=True)
+    assert mg.gradcheck(lambda inp: block(inp), [x])
+    # gradcheck perturbs the parameter itself, in place, so the block sees each change
+    assert mg.gradcheck(lambda weight: block(x), [block.attn.q_proj.weight])
