@@ -8,6 +8,7 @@ logits = head(ln_f(X))                           (ln_f only for pre-LN blocks)
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from numbers import Integral
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from minigrad import nn, rng
 from minigrad.backend import array_module
 from minigrad.errors import ShapeError
 from minigrad.nn import functional as F
+from minigrad.nn.feedforward import ACTIVATIONS
 from minigrad.tensor import Tensor
 
 
@@ -33,6 +35,26 @@ class GPTConfig:
     norm_first: bool = False  # False: post-LN blocks, Z = LayerNorm(X + O)
     residual: bool = True  # False: no shortcuts (for the residual studies)
     activation: str = "gelu"
+
+    def __post_init__(self):
+        for name in ("vocab_size", "block_size", "d_model", "n_heads", "n_layers"):
+            value = getattr(self, name)
+            if not isinstance(value, Integral) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"GPTConfig: {name} must be a positive integer, got {value!r}")
+        if self.d_model % self.n_heads != 0:
+            raise ValueError(
+                f"GPTConfig: d_model={self.d_model} must be divisible by n_heads={self.n_heads}"
+            )
+        if self.d_ff is not None and (not isinstance(self.d_ff, Integral) or self.d_ff < 1):
+            raise ValueError(
+                f"GPTConfig: d_ff must be a positive integer or None, got {self.d_ff!r}"
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"GPTConfig: dropout must be in [0, 1), got {self.dropout!r}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(
+                f"GPTConfig: activation must be one of {ACTIVATIONS}, got {self.activation!r}"
+            )
 
     def to_dict(self) -> dict:
         return asdict(self)

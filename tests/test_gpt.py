@@ -70,6 +70,22 @@ def test_loss_is_cross_entropy_over_all_counted_positions():
     assert loss.item() == pytest.approx(-picked[counted].mean(), rel=1e-5)
 
 
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(d_model=10, n_heads=3), "divisible by n_heads"),
+        (dict(n_layers=0), "n_layers must be a positive integer"),
+        (dict(vocab_size=2.5), "vocab_size must be a positive integer"),
+        (dict(dropout=1.0), "dropout"),
+        (dict(activation="swish"), "activation"),
+    ],
+    ids=["heads", "layers", "vocab", "dropout", "activation"],
+)
+def test_nonsensical_configs_are_refused_by_name(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        GPTConfig(**{**SMALL, **overrides})
+
+
 def test_too_long_input_is_a_clear_error():
     model = make_gpt()
     with pytest.raises(ValueError, match="longer than block_size 8"):
