@@ -125,6 +125,14 @@ def _backward_reporting_as_node(node, grads):
         modes.anomaly = True
 
 
+def _zeros(node, index):
+    """dL/d(output) = 0 for an output of a multi-output op that was dropped unused."""
+    from minigrad.tensor import Tensor
+
+    shape, dtype, xp = node.output_specs[index]
+    return Tensor._make(xp.zeros(shape, dtype))
+
+
 def _backward_node(node, output_grads, pending, leaf_grads) -> None:
     grads = []
     for index, ref in enumerate(node.outputs):
@@ -135,8 +143,8 @@ def _backward_node(node, output_grads, pending, leaf_grads) -> None:
                 grad = _run_hooks(tensor, grad)
             if tensor._retains_grad:
                 tensor.grad = _accumulate(tensor.grad, grad if modes.grad_enabled else grad.detach())
-        if grad is None and tensor is not None:
-            grad = tensor.zeros_like_detached()
+        if grad is None:
+            grad = tensor.zeros_like_detached() if tensor is not None else _zeros(node, index)
         grads.append(grad)
 
     if modes.anomaly:

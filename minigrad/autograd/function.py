@@ -222,6 +222,8 @@ def _wrap_outputs(cls, ctx, args, raw, output, requires_grad):
     ctx.inputs = args
     ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
     ctx.outputs = tuple(weakref.ref(out) for out in outs)
+    # for zeros in place of the gradient of an output that was dropped unused
+    ctx.output_specs = tuple((a.shape, a.dtype, array_module(a)) for a in arrays)
     ctx.seq = _NodeCounter.next
     _NodeCounter.next += 1
     if ctx._saved:
