@@ -49,10 +49,6 @@ class Graph:
     leaves: list = field(default_factory=list)  # Tensors without grad_fn, in first-use order
     edges: list = field(default_factory=list)  # Edges, grouped by head in node order
 
-    def output_of(self, node: Context, index: int = 0) -> Tensor | None:
-        """The live output tensor ``index`` of ``node`` (None once it was freed)."""
-        return node.outputs[index]() if index < len(node.outputs) else None
-
     def consumers(self) -> dict:
         """id(tensor) -> the edges that read that tensor."""
         readers: dict = {}
