@@ -386,9 +386,6 @@ class Module:
         header = f"{type(self).__name__}(" + (f"  # {count}" if count else "")
         return header + "\n  " + "\n  ".join(lines) + "\n)"
 
-    def __dir__(self):
-        return sorted(set(super().__dir__()))
-
 
 def _record_call(module: Module, output, start: int, end: int) -> None:
     """Append a ModuleCall to the graph node of each output Tensor this call created."""
