@@ -179,6 +179,13 @@ def test_params_as_a_dict_names_the_leaves():
     assert "my_weight" in source
 
 
+def test_a_params_dict_names_parameters_and_the_model_still_names_the_boxes():
+    model, loss = gpt_loss()
+    source = draw_graph(loss, params={"the head": model.head.weight}).source
+    assert "the head" in source and "head.weight" not in source
+    assert "blocks.0 … blocks.1: TransformerBlock ×2" in source
+
+
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-LN", "pre-LN"])
 def test_attention_nodes_carry_their_equations(norm_first):
     _, loss = gpt_loss(norm_first=norm_first)

@@ -106,18 +106,19 @@ def format_norm(value: float) -> str:
 
 
 def _parameter_names(params, graph):
-    """(model or None, id(parameter) -> name) from ``params`` or the model that ran."""
-    model = None
-    if params is None:
-        model = _outermost_module(graph)
-    elif hasattr(params, "named_parameters"):
-        model = params
-    if model is not None:
+    """(the model, id(parameter) -> name): the model is ``params`` if it is a Module, else
+    the one whose call made the graph (None if no module did); the names come from a
+    ``params`` dict if one is given, else from the model."""
+    is_module = hasattr(params, "named_parameters")
+    model = params if is_module else _outermost_module(graph)
+    if params is not None and not is_module:
+        named = dict(params)
+    elif model is not None:
         named = dict(model.named_parameters())
         if hasattr(model, "named_buffers"):
             named.update(dict(model.named_buffers()))
     else:
-        named = dict(params or {})
+        named = {}
     return model, {id(tensor): name for name, tensor in named.items()}
 
 
