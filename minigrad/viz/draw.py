@@ -421,8 +421,11 @@ class _Drawing:
         shortcut = arrow.shortcut is not None and self.highlight
         rows = ["shortcut"] if shortcut else []
         if self.scale is not None and known:
-            shown = known if len(known) <= 3 else known[:2] + [f"… {len(known)} edges"]
-            rows += [format_norm(v) if not isinstance(v, str) else v for v in shown]
+            if len(known) <= 3:  # one number per edge
+                rows += [format_norm(value) for value in known]
+            else:
+                low, high = format_norm(min(known)), format_norm(max(known))
+                rows.append(f"{len(known)} edges: {low} … {high}")
             colour = self.scale.colour(max(known))
         elif self.scale is not None and arrow.edges:
             colour = NO_GRAD_COLOUR  # no gradient flows here (a constant, an index)
