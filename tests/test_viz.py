@@ -339,3 +339,17 @@ def test_minigrad_graph_command_writes_an_svg(tmp_path):
     assert main(["graph", "--grads", "--layers", "2", "--d-model", "8", "--out", str(out)]) == 0
     svg = out.read_text()
     assert 'class="edge shortcut"' in svg
+
+
+@needs_dot
+def test_minigrad_graph_draws_a_trained_run(tmp_path):
+    from models.cli import main
+
+    run = tmp_path / "run"
+    train = ["train", "--steps", "2", "--eval-every", "2", "--layers", "1", "--d-model", "16"]
+    assert main([*train, "--heads", "2", "--out", str(run)]) == 0
+    out = tmp_path / "trained.svg"
+    assert main(["graph", "--run", str(run), "--grads", "--out", str(out)]) == 0
+    svg = out.read_text()
+    assert svg.count('class="edge shortcut"') == 2
+    assert "blocks.0.attn.q_proj.weight" in svg
