@@ -168,7 +168,8 @@ def test_parameters_carry_their_module_path_and_modules_their_box():
     source = draw_graph(loss, fold_repeated=False).source
     for name, _ in model.named_parameters():
         assert name in source
-    assert "subgraph cluster_m" in source
+    boxes = re.findall(r"subgraph (cluster_m\w+)", source)
+    assert len(boxes) == len(set(boxes)) == 1 + 2 * 3  # GPT; per block: itself, attn, ffn
     assert "blocks.1.attn: MultiHeadAttention" in source
 
 

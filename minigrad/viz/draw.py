@@ -276,7 +276,7 @@ class _Drawing:
         for item in items:
             self._emit_item(graph, item)
         for child in children:
-            with graph.subgraph(name=f"cluster_m{child.start}") as sub:
+            with graph.subgraph(name=f"cluster_m{child.key}") as sub:
                 sub.attr(
                     label=self._box_label(child),
                     labeljust="l",

@@ -120,7 +120,7 @@ def _node_keys(graph, tree, fold, depth, items) -> dict:
         shown = fold.shown(node)
         collapsed = _collapsed_call(tree.owner_of(shown), depth)
         if collapsed is not None:
-            key = f"m{collapsed.start}"
+            key = f"m{collapsed.key}"
             if key not in items:
                 items[key] = Item(key, "module", _box_of(collapsed.parent), call=collapsed)
         else:

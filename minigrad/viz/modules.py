@@ -41,6 +41,11 @@ class Call:
         return type(self.module).__name__ if self.module is not None else "Module"
 
     @property
+    def key(self) -> str:
+        """A name unique in the tree (nested calls may start, even end, at the same node)."""
+        return f"{self.level}_{self.start}_{self.end}"
+
+    @property
     def title(self) -> str:
         """``blocks.0: TransformerBlock``, or the type alone for the model itself."""
         return f"{self.name}: {self.type_name}" if self.name else self.type_name
