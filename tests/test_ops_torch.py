@@ -87,6 +87,13 @@ def test_binary_ops_broadcast(name, data, device):
     compare_with_torch(mg_fn, torch_fn, a, b, device=device)
 
 
+def test_pow_with_zero_base_has_zero_exponent_gradient(device):
+    """d a^b / db = a^b log a is taken as 0 at a = 0 (its limit), for tensor and number bases."""
+    base, exponent = np.array([0.0, 1.0, 2.0, 0.0]), np.array([2.0, 2.0, 0.5, 0.0])
+    compare_with_torch(*same(lambda a, b: a**b), base, exponent, device=device)
+    compare_with_torch(*same(lambda b: 0.0**b), exponent, device=device)
+
+
 # -- elementwise: one input, and ops with a Python number ---------------------------------------
 
 UNARY = {

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from minigrad.autograd.function import Function
 from minigrad.ops._helpers import shape_of
 from minigrad.ops.shape import sum_to
@@ -91,11 +93,36 @@ class Pow(Function):
         shape_a, shape_b = ctx.shapes
         grad_a = grad_b = None
         if ctx.needs_input_grad[0]:
-            grad_a = sum_to(grad * b * a ** (b - 1), shape_a)
+            grad_a = sum_to(_power_rule(grad, a, b, shape_b), shape_a)
         if ctx.needs_input_grad[1]:
-            log_a = a.log() if shape_a is not None else math.log(a)
-            grad_b = sum_to(grad * y * log_a, shape_b)
+            grad_b = sum_to(grad * y * _log_base(a, shape_a), shape_b)
         return grad_a, grad_b
+
+
+def _power_rule(grad, a, b, shape_b):
+    """g * b * a^(b-1); 0 where b = 0 (a^0 = 1 is constant, even at a = 0, as in PyTorch)."""
+    if shape_b is None:  # a Python number
+        return grad * 0.0 if b == 0 else grad * b * a ** (b - 1)
+    at_zero = b == 0
+    if not at_zero.data.any():
+        return grad * b * a ** (b - 1)
+    from minigrad.ops.indexing import where
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return where(at_zero, 0.0, grad * b * a ** (b - 1))
+
+
+def _log_base(a, shape_a):
+    """log a, for d a^b / db = a^b log a; 0 where a = 0 (the limit there, as in PyTorch)."""
+    if shape_a is None:  # a Python number
+        return math.log(a) if a > 0 else (0.0 if a == 0 else math.nan)
+    at_zero = a == 0
+    if not at_zero.data.any():
+        return a.log()
+    from minigrad.ops.indexing import where
+
+    with np.errstate(divide="ignore"):
+        return where(at_zero, 0.0, a.log())
 
 
 class Neg(Function):
