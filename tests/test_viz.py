@@ -354,3 +354,11 @@ def test_minigrad_graph_draws_a_trained_run(tmp_path):
     svg = out.read_text()
     assert svg.count('class="edge shortcut"') == 2
     assert "blocks.0.attn.q_proj.weight" in svg
+
+
+def test_switches_turn_off_boxes_shortcut_style_and_gradient_labels():
+    _, loss = gpt_loss(backward=True)
+    plain = draw_graph(loss, cluster_modules=False).source
+    assert "subgraph" not in plain and plain.count("class=shortcut") == 4
+    quiet = draw_graph(loss, highlight_shortcuts=False, show_grads=False)
+    assert "class=shortcut" not in quiet.source and edge_labels(quiet) == []
