@@ -58,59 +58,70 @@ class Gelu(Function):
     # exact:  y = x * Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2 (the normal CDF)
     #         dy/dx = Phi(x) + x * phi(x), phi(x) = e^(-x^2/2) / sqrt(2 pi)
     # tanh:   y = x/2 * (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)
+    #         dy/dx = (1 + t)/2 + x/2 (1 - t^2) u',  t = tanh(u), u' = sqrt(2/pi) (1 + 3c x^2)
     # dL/dx = g * dy/dx, with dy/dx its own op (GeluDerivative) so that it too can be
-    # differentiated (second derivatives through create_graph=True)
+    # differentiated (second derivatives through create_graph=True). Forward keeps Phi(x)
+    # (or t) for it: erf and tanh are the costly parts.
     @staticmethod
     def forward(ctx, x, approximate):
         ctx.approximate = approximate
+        xp = xp_of(x)
         if approximate == "tanh":
-            ctx.save_for_backward(x, None)
-            xp = xp_of(x)
-            inner = xp.asarray(x * x)  # an array even for 0-d x, so out= below can write it
-            inner *= GELU_TANH_C
-            inner += 1.0
-            inner *= x
-            inner *= SQRT_2_OVER_PI
-            y = xp.tanh(inner, out=inner)
-            y += 1.0
+            t = xp.asarray(x * x)  # an array even for 0-d x, so that out= can write it
+            t *= GELU_TANH_C
+            t += 1.0
+            t *= x
+            t *= SQRT_2_OVER_PI
+            xp.tanh(t, out=t)  # t = tanh(u)
+            ctx.save_for_backward(x, t)
+            y = t + 1.0
             y *= x
             y *= 0.5
             return y
         cdf = normal_cdf(x)
-        ctx.save_for_backward(x, cdf)  # backward reuses Phi(x): erf is the costly part
+        ctx.save_for_backward(x, cdf)
         return x * cdf
 
     @staticmethod
     def backward(ctx, grad):
-        x, cdf = ctx.saved_tensors
-        cdf = cdf.data if cdf is not None else None
-        return grad * GeluDerivative.apply(x, ctx.approximate, cdf), None
+        x, kept = ctx.saved_tensors
+        return grad * GeluDerivative.apply(x, ctx.approximate, kept.data), None
 
 
 class GeluDerivative(Function):
-    # y = dGELU/dx (see Gelu);  its own derivative:
+    # y = dGELU/dx (see Gelu), from x and what Gelu's forward kept (Phi(x), or t = tanh(u));
+    # its own derivative:
     # exact:  d2y/dx2 = phi(x) (2 - x^2)
-    # tanh:   d2y/dx2 = (1 - t^2) (u' + x/2 (u'' - 2 t u'^2)), t = tanh u,
-    #         u' = sqrt(2/pi) (1 + 3c x^2), u'' = 6 sqrt(2/pi) c x
+    # tanh:   d2y/dx2 = (1 - t^2) (u' + x/2 (u'' - 2 t u'^2)), u'' = 6 sqrt(2/pi) c x
     @staticmethod
-    def forward(ctx, x, approximate, cdf=None):
+    def forward(ctx, x, approximate, kept):
         ctx.approximate = approximate
         ctx.save_for_backward(x)
         xp = xp_of(x)
         if approximate == "tanh":
-            t = xp.tanh(SQRT_2_OVER_PI * (x + GELU_TANH_C * x**3))
-            du = SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_TANH_C * x * x)
-            return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du
-        if cdf is None:
-            cdf = normal_cdf(x)
-        pdf = xp.exp(-0.5 * x * x) * INV_SQRT_2PI
-        return cdf + x * pdf
+            t = kept
+            slope = xp.asarray(x * x)
+            slope *= 3.0 * GELU_TANH_C * SQRT_2_OVER_PI
+            slope += SQRT_2_OVER_PI  # u'
+            slope *= 1.0 - t * t
+            slope *= x
+            slope += t
+            slope += 1.0
+            slope *= 0.5  # (1 + t)/2 + x/2 (1 - t^2) u'
+            return slope
+        pdf = xp.asarray(x * x)
+        pdf *= -0.5
+        xp.exp(pdf, out=pdf)
+        pdf *= INV_SQRT_2PI  # phi(x)
+        pdf *= x
+        pdf += kept  # Phi(x) + x phi(x)
+        return pdf
 
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         if ctx.approximate == "tanh":
-            t = (SQRT_2_OVER_PI * (x + GELU_TANH_C * x**3)).tanh()
+            t = (SQRT_2_OVER_PI * (x + GELU_TANH_C * x * x * x)).tanh()
             du = SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_TANH_C * x * x)
             ddu = 6.0 * SQRT_2_OVER_PI * GELU_TANH_C * x
             return grad * (1.0 - t * t) * (du + 0.5 * x * (ddu - 2.0 * t * du * du)), None, None
