@@ -443,9 +443,10 @@ class _Drawing:
                 fontcolor=SHORTCUT_COLOUR if self.scale is None else stroke,
                 weight="8",
                 tooltip="shortcut: the identity path of x + F(x)",
+                # left-justified lines (\l), indented: clear of the wide double stroke
+                label="".join(f"   {row}\\l" for row in rows),
                 **{"class": "shortcut"},
             )
-            attrs["label"] = "\\n".join(rows)
         elif arrow.branch is not None and self.highlight:
             attrs.update(penwidth="1.6", **{"class": "branch"})
         elif not arrow.edges:
