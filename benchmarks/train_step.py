@@ -1,0 +1,207 @@
+"""One AdamW training step of a toy GPT: minigrad against its PyTorch twin, side by side.
+
+    python benchmarks/train_step.py                 # tiny, small, medium on the CPU
+    python benchmarks/train_step.py --configs tiny --steps 50
+    python benchmarks/train_step.py --device cuda   # CuPy against PyTorch CUDA
+
+Both models start from the same weights and see the same batches; the steps are timed
+alternately in one process (warm-up first, then the median of many), so that a noisy machine
+slows both alike. The table gives ms/step, the ratio minigrad / PyTorch, how far the two loss
+curves drift apart, and the memory each holds for backward (the arrays saved by the ops,
+each storage counted once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import minigrad as mg  # noqa: E402
+from minigrad import optim  # noqa: E402
+from models import GPT, GPTConfig  # noqa: E402
+
+
+@dataclass
+class Setting:
+    vocab: int
+    T: int
+    d: int
+    heads: int
+    layers: int
+    batch: int
+
+
+SETTINGS = {
+    "tiny": Setting(vocab=32, T=16, d=32, heads=2, layers=2, batch=8),
+    "small": Setting(vocab=64, T=64, d=128, heads=4, layers=4, batch=32),
+    "medium": Setting(vocab=256, T=128, d=256, heads=8, layers=6, batch=16),
+}
+
+
+def config_of(s: Setting) -> GPTConfig:
+    return GPTConfig(
+        vocab_size=s.vocab,
+        block_size=s.T,
+        d_model=s.d,
+        n_heads=s.heads,
+        n_layers=s.layers,
+        activation="gelu_tanh",
+    )
+
+
+def minigrad_saved_bytes(loss) -> int:
+    """Bytes of the distinct arrays the graph of ``loss`` keeps for backward."""
+    seen, total = set(), 0
+    stack, visited = [loss.grad_fn], set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in visited:
+            continue
+        visited.add(id(node))
+        for value in node._saved:
+            array = getattr(value, "data", None)
+            if array is None:
+                array = getattr(value, "array", value)
+            base = array
+            while getattr(base, "base", None) is not None:
+                base = base.base
+            if hasattr(base, "nbytes") and id(base) not in seen:
+                seen.add(id(base))
+                total += base.nbytes
+        stack.extend(getattr(arg, "grad_fn", None) for arg in node.inputs)
+    return total
+
+
+def torch_saved_bytes(torch, model, x, y) -> int:
+    storages = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x, y)
+    return sum(storages.values())
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        import cupy
+
+        cupy.cuda.get_current_stream().synchronize()
+
+
+def run(name: str, steps: int, warmup: int, device: str, torch) -> dict:
+    s = SETTINGS[name]
+    mg.manual_seed(0)
+    config = config_of(s)
+    model = GPT(config).to(device)
+    opt = optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    rng = np.random.default_rng(0)
+    batches = [
+        (rng.integers(0, s.vocab, (s.batch, s.T)), rng.integers(0, s.vocab, (s.batch, s.T)))
+        for _ in range(warmup + steps)
+    ]
+
+    twin = None
+    if torch is not None:
+        from benchmarks.torch_gpt import twin_of
+
+        twin = twin_of(model, config, device)
+        twin_opt = torch.optim.AdamW(twin.parameters(), lr=1e-3, weight_decay=0.01)
+
+    def mg_step(x, y):
+        xb, yb = mg.tensor(x, device=device), mg.tensor(y, device=device)
+        _, loss = model(xb, yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sync(device)
+        return loss.item()
+
+    def torch_step(x, y):
+        xb = torch.from_numpy(x).to(device)
+        yb = torch.from_numpy(y).to(device)
+        _, loss = twin(xb, yb)
+        twin_opt.zero_grad()
+        loss.backward()
+        twin_opt.step()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return loss.item()
+
+    mg_times, torch_times, drift = [], [], 0.0
+    for i, (x, y) in enumerate(batches):
+        start = time.perf_counter()
+        mg_loss = mg_step(x, y)
+        mg_time = time.perf_counter() - start
+        if twin is not None:
+            start = time.perf_counter()
+            torch_loss = torch_step(x, y)
+            torch_time = time.perf_counter() - start
+            drift = max(drift, abs(mg_loss - torch_loss) / abs(torch_loss))
+        if i >= warmup:
+            mg_times.append(mg_time)
+            if twin is not None:
+                torch_times.append(torch_time)
+
+    x, y = batches[0]
+    _, loss = model(mg.tensor(x, device=device), mg.tensor(y, device=device))
+    row = {
+        "config": name,
+        "minigrad_ms": 1e3 * statistics.median(mg_times),
+        "minigrad_saved_mb": minigrad_saved_bytes(loss) / 2**20,
+    }
+    if twin is not None:
+        row["torch_ms"] = 1e3 * statistics.median(torch_times)
+        row["ratio"] = row["minigrad_ms"] / row["torch_ms"]
+        row["loss_drift"] = drift
+        xb, yb = torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
+        row["torch_saved_mb"] = torch_saved_bytes(torch, twin, xb, yb) / 2**20
+    return row
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configs", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--steps", type=int, default=None, help="timed steps (default by size)")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    args = parser.parse_args(argv)
+
+    try:
+        import torch
+    except ImportError:
+        torch = None
+        print("PyTorch is not installed: timing minigrad alone")
+
+    default_steps = {"tiny": 100, "small": 20, "medium": 8}
+    header = (
+        "| config | minigrad ms | PyTorch ms | ratio | max loss drift | saved MB minigrad / torch |"
+    )
+    print(f"device {args.device}; torch threads {torch.get_num_threads() if torch else '-'}")
+    print(header)
+    print("|---|---|---|---|---|---|")
+    for name in args.configs:
+        row = run(name, args.steps or default_steps[name], args.warmup, args.device, torch)
+        if torch is None:
+            print(f"| {name} | {row['minigrad_ms']:.2f} | - | - | - | {row['minigrad_saved_mb']:.1f} / - |")
+            continue
+        print(
+            f"| {name} | {row['minigrad_ms']:.2f} | {row['torch_ms']:.2f} | {row['ratio']:.2f}x "
+            f"| {row['loss_drift']:.1e} | {row['minigrad_saved_mb']:.1f} / "
+            f"{row['torch_saved_mb']:.1f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
