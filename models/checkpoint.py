@@ -1,0 +1,53 @@
+"""A training checkpoint: one safetensors file written by ``mg.save`` (atomic, never pickle).
+
+    {"model": model.state_dict(),          tensors under "model.<name>"
+     "optimizer": optimizer.state_dict(),  Adam's moments under "optimizer.state.<i>.exp_avg"
+     "scheduler": scheduler.state_dict(),  numbers: kept as JSON in the file's metadata
+     "trainer": {"step", "elapsed_s", "rng"}}
+
+It opens in PyTorch with ``safetensors.torch.load_file``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import minigrad as mg
+from models.errors import UsageError
+
+
+def save_checkpoint(path: Path, model, optimizer, scheduler, trainer: dict) -> None:
+    """Write model, optimizer, scheduler and ``trainer`` (step, RNG state, ...) to ``path``."""
+    state = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "trainer": trainer,
+    }
+    mg.save(state, path)
+
+
+def read_checkpoint(path: Path) -> dict:
+    """The saved dict; a file that is not a minigrad checkpoint is a UsageError."""
+    try:
+        state = mg.load(path)
+    except (OSError, ValueError) as error:
+        raise UsageError(f"{path}: not a readable checkpoint ({error})") from None
+    if not isinstance(state, dict) or "model" not in state:
+        raise UsageError(f"{path}: not a minigrad training checkpoint (it has no model)")
+    return state
+
+
+def load_checkpoint(path: Path, model, optimizer=None, scheduler=None) -> dict:
+    """Restore what ``save_checkpoint`` wrote into the given objects; returns ``trainer``."""
+    state = read_checkpoint(path)
+    try:
+        model.load_state_dict(state["model"])
+        if optimizer is not None:
+            optimizer.load_state_dict(state["optimizer"])
+        if scheduler is not None:
+            scheduler.load_state_dict(state["scheduler"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as error:
+        message = str(error) or type(error).__name__
+        raise UsageError(f"{path} does not fit this model: {message}") from None
+    return state.get("trainer", {})

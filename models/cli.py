@@ -1,0 +1,74 @@
+"""The ``minigrad`` command.
+
+    minigrad train                   train a toy GPT on the built-in grammar task (~1 minute)
+    minigrad train --task reverse --layers 2
+    minigrad sample --run runs/grammar-... --prompt 사과
+
+Each subcommand is a module of ``models.commands`` with ``register(subparsers)``, which adds
+its parser and sets ``parser.set_defaults(func=run)``, ``run(args) -> exit code`` raising
+``models.errors.UsageError`` for bad input. Bad input ends in one line on stderr and
+exit code 2; Ctrl-C in exit code 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from types import ModuleType
+
+from models.errors import UsageError
+
+# the subcommands, in the order `minigrad --help` lists them
+COMMANDS = ("train", "sample", "graph", "study")
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (the full usage is in --help)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def command_modules() -> list[ModuleType]:
+    """The modules of COMMANDS that are installed (graph and study come with their tools)."""
+    modules = []
+    for name in COMMANDS:
+        module_name = f"models.commands.{name}"
+        try:
+            modules.append(importlib.import_module(module_name))
+        except ModuleNotFoundError as error:
+            if error.name != module_name:
+                raise
+    return modules
+
+
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(
+        prog="minigrad",
+        description="Train toy transformers with minigrad and look inside them.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in command_modules():
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``minigrad`` with ``argv`` (default: the process's arguments); the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    prog = f"minigrad {args.command}"
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as error:
+        message = " ".join(str(error).split())  # one line, whatever the message holds
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

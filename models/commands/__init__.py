@@ -1,0 +1,1 @@
+"""The subcommands of ``minigrad``: one module each, with ``register(subparsers)``."""

@@ -1,0 +1,365 @@
+"""The training loop behind ``minigrad train``.
+
+One step:  x, y = task.get_batch("train", ...)   (from an RNG seeded by (seed, step) alone)
+           logits, loss = model(x, y);  loss.backward();  clip;  AdamW step;  schedule step
+
+Every ``eval_every`` steps the loop measures the validation loss and the task's own metrics
+and saves a checkpoint; at the end it plots the loss curve and prints a few samples.
+
+Resuming is exact: the batches depend only on (seed, step), and the checkpoint holds the
+model, the optimizer's moments, the schedule's position and minigrad's RNG state, so a run
+stopped at step 100 and resumed ends with the same weights as one that never stopped.
+Ctrl-C finishes the current step, saves a checkpoint and returns.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+import minigrad as mg
+from minigrad import backend, optim
+from minigrad import rng as mg_rng
+from minigrad.nn.utils import clip_grad_norm_
+from models.checkpoint import load_checkpoint, save_checkpoint
+from models.config import TrainConfig, check_config
+from models.data import CorpusTask, Task, complete, make_task
+from models.errors import UsageError
+from models.gpt import GPT, GPTConfig
+from models.plots import plot_loss
+from models.run import RunDir
+
+LOG_EVERY = 10  # steps between "train" records in metrics.jsonl
+VAL_BATCHES = 4  # batches averaged into one validation loss
+VAL_STREAM = 2**32 - 1  # the validation batches' RNG is seeded by (seed, VAL_STREAM)
+
+
+@dataclass
+class TrainResult:
+    """What ``train`` returns: where the run is, how far it got, and its last evaluation."""
+
+    run: RunDir
+    config: TrainConfig
+    step: int
+    interrupted: bool
+    steps_done: int  # steps trained by this call (a resumed run started further on)
+    wall_s: float  # seconds this call spent in its loop, evaluations included
+    metrics: dict = field(default_factory=dict)
+    samples: list[str] = field(default_factory=list)
+
+
+# -- setting up --------------------------------------------------------------------------------
+
+
+def resolve_device(device: str) -> str:
+    try:
+        return backend.check_device(device)
+    except (ValueError, RuntimeError) as error:
+        raise UsageError(f"--device {device}: {error}") from None
+
+
+def prepare_task(config: TrainConfig) -> tuple[Task, TrainConfig]:
+    """The task, and the config with its block size filled in and checked against it (and a
+    text file's path made absolute, so that the run resumes from anywhere)."""
+    task = make_task(config.task, config.data)
+    block_size = config.block_size or task.default_block_size
+    if block_size < task.min_block_size():
+        raise UsageError(
+            f"--block-size {block_size} is too short for --task {config.task}: "
+            f"its examples need {task.min_block_size()}"
+        )
+    if isinstance(task, CorpusTask):
+        task.check_block_size(block_size)
+    data = str(Path(config.data).resolve()) if config.data is not None else None
+    return task, replace(config, block_size=block_size, data=data)
+
+
+def model_config(config: TrainConfig, vocab_size: int) -> GPTConfig:
+    return GPTConfig(
+        vocab_size=vocab_size,
+        block_size=config.block_size,
+        d_model=config.d_model,
+        n_heads=config.n_heads,
+        n_layers=config.n_layers,
+        d_ff=config.d_ff,
+        dropout=config.dropout,
+        norm_first=config.norm_first,
+        residual=config.residual,
+        activation=config.activation,
+    )
+
+
+def make_optimizer(model: GPT, config: TrainConfig) -> optim.AdamW:
+    """AdamW that decays the weight matrices only, not biases, LayerNorm gains or embeddings
+    (as GPT-2 and nanoGPT do: pulling those towards zero regularizes nothing)."""
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        is_matrix = param.ndim >= 2 and not name.endswith(("tok_emb.weight", "pos_emb.weight"))
+        (decay if is_matrix else no_decay).append(param)
+    groups = [
+        {"params": decay, "weight_decay": config.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    return optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.99))
+
+
+def batch_rng(seed: int, step: int) -> np.random.Generator:
+    """The RNG of step ``step``'s batch: the same on every run and after every resume."""
+    return np.random.default_rng([seed, step])
+
+
+@contextmanager
+def preserved_rng(device: str) -> Iterator[None]:
+    """Run the block (sampling during evaluation) without moving minigrad's RNG, so that
+    evaluating does not change what training draws next (dropout)."""
+    generator = mg_rng.generator(device)
+    if not hasattr(generator.bit_generator, "state"):  # CuPy's cannot be read back
+        yield
+        return
+    saved = generator.bit_generator.state
+    try:
+        yield
+    finally:
+        generator.bit_generator.state = saved
+
+
+class InterruptFlag:
+    """While active, Ctrl-C (SIGINT) only sets ``requested``; the loop stops at the end of
+    its step. A second Ctrl-C interrupts at once."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def _handle(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __enter__(self) -> InterruptFlag:
+        try:
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        except ValueError:  # not the main thread: Ctrl-C is not ours to catch
+            self._previous = None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+# -- the trainer -------------------------------------------------------------------------------
+
+
+class Trainer:
+    """A GPT, its AdamW and schedule, and how far training has got."""
+
+    def __init__(self, config: TrainConfig, task: Task, device: str):
+        self.config, self.task, self.device = config, task, device
+        mg.manual_seed(config.seed)
+        self.model = GPT(model_config(config, len(task.vocab))).to(device)
+        self.optimizer = make_optimizer(self.model, config)
+        warmup = min(config.warmup_steps, config.steps)
+        self.scheduler = optim.lr_scheduler.warmup_cosine(
+            self.optimizer, warmup, config.steps, config.min_lr
+        )
+        self.step = 0
+        self.elapsed_s = 0.0  # wall time spent training, over all resumes
+
+    def tensor(self, array: np.ndarray):
+        return mg.tensor(array, device=self.device)
+
+    def train_step(self) -> float:
+        """One optimizer step on the batch of ``self.step``; returns its loss."""
+        c = self.config
+        rng = batch_rng(c.seed, self.step)
+        x, y = self.task.get_batch("train", c.batch_size, c.block_size, rng)
+        _, loss = self.model(self.tensor(x), self.tensor(y))
+        self.optimizer.zero_grad()
+        loss.backward()
+        clip_grad_norm_(self.model.parameters(), c.grad_clip)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.step += 1
+        return loss.item()
+
+    def validation_loss(self) -> float:
+        """Mean loss over VAL_BATCHES validation batches, the same ones at every evaluation."""
+        c = self.config
+        rng = np.random.default_rng([c.seed, VAL_STREAM])
+        losses = []
+        self.model.eval()
+        with mg.no_grad():
+            for _ in range(VAL_BATCHES):
+                x, y = self.task.get_batch("val", c.batch_size, c.block_size, rng)
+                losses.append(self.model(self.tensor(x), self.tensor(y))[1].item())
+        self.model.train()
+        return float(np.mean(losses))
+
+    def evaluate(self) -> dict:
+        with preserved_rng(self.device):
+            metrics = {"val_loss": self.validation_loss()}
+            metrics.update(self.task.evaluate(self.model, device=self.device))
+        return metrics
+
+    def samples(self) -> list[str]:
+        """The task's sample prompts, each followed by the model's completion."""
+        prompts = self.task.sample_prompts()
+        with preserved_rng(self.device):
+            completions = complete(
+                self.model,
+                self.task.vocab,
+                prompts,
+                max_new_tokens=self.task.sample_tokens,
+                device=self.device,
+                temperature=self.task.sample_temperature,
+                stop=self.task.sample_stop,
+            )
+        return [prompt + completion for prompt, completion in zip(prompts, completions)]
+
+    def save(self, run: RunDir) -> None:
+        trainer = {
+            "step": self.step,
+            "elapsed_s": self.elapsed_s,
+            "rng": mg_rng.generator("cpu").bit_generator.state,
+        }
+        save_checkpoint(run.checkpoint_path, self.model, self.optimizer, self.scheduler, trainer)
+
+    def restore(self, run: RunDir) -> None:
+        trainer = load_checkpoint(run.checkpoint_path, self.model, self.optimizer, self.scheduler)
+        self.step = int(trainer["step"])
+        self.elapsed_s = float(trainer["elapsed_s"])
+        mg_rng.generator("cpu").bit_generator.state = trainer["rng"]
+
+    def run_config(self) -> dict:
+        """What config.json holds: enough to rebuild the model and its vocabulary."""
+        return {
+            "train": self.config.to_dict(),
+            "model": self.model.config.to_dict(),
+            "vocab": self.task.vocab.to_string(),
+            "parameters": self.model.num_parameters(),
+        }
+
+
+def describe(metrics: dict) -> str:
+    """``val_loss 1.2340 | particle_acc 98.50%``: one evaluation as a log line."""
+    parts = []
+    for name, value in metrics.items():
+        is_fraction = name.endswith("acc") or name == "exact_match"
+        parts.append(f"{name} {value:.2%}" if is_fraction else f"{name} {value:.4f}")
+    return " | ".join(parts)
+
+
+def load_run_config(run: RunDir) -> TrainConfig:
+    return TrainConfig.from_dict(run.read_config()["train"])
+
+
+def open_run(
+    config: TrainConfig, out: str | Path | None, resume: str | Path | None
+) -> tuple[Trainer, RunDir]:
+    """Check everything, then make (or reopen) the run folder and the trainer. Nothing is
+    written before all checks pass, so bad input never damages a run."""
+    check_config(config)
+    device = resolve_device(config.device)
+    task, config = prepare_task(config)
+    if resume is None:
+        trainer = Trainer(config, task, device)
+        run = RunDir.create(out, config.task)
+        return trainer, run
+    run = RunDir.existing(resume)
+    if run.read_config().get("vocab") != task.vocab.to_string():
+        raise UsageError(
+            f"--resume {run.path}: the data's characters differ from the run's vocabulary "
+            "(did the --data file change?)"
+        )
+    trainer = Trainer(config, task, device)
+    trainer.restore(run)
+    run.keep_metrics_until(trainer.step)
+    return trainer, run
+
+
+def train(
+    config: TrainConfig,
+    out: str | Path | None = None,
+    resume: str | Path | None = None,
+    stop_at: int | None = None,
+    progress: bool | None = None,
+    echo: Callable[[str], None] = tqdm.write,
+) -> TrainResult:
+    """Train a GPT on ``config.task``, into a new run folder (``out``, or
+    runs/<task>-<time>) or on from the run folder ``resume``.
+
+    ``stop_at`` ends this call at that step, saving a checkpoint, as Ctrl-C would.
+    ``progress=None`` shows the progress bar on a terminal only.
+    """
+    trainer, run = open_run(config, out, resume)
+    config = trainer.config
+    run.write_config(trainer.run_config())
+    last = config.steps if stop_at is None else min(stop_at, config.steps)
+    first_step, started = trainer.step, time.perf_counter()
+    echo(
+        f"{config.task}: {trainer.model.num_parameters():,} parameters, step "
+        f"{trainer.step}/{config.steps}, run folder {run.path}"
+    )
+    metrics = _loop(trainer, run, last, progress, echo)
+    wall_s = time.perf_counter() - started
+    trainer.save(run)
+    plot_loss(run)
+    interrupted = trainer.step < config.steps
+    samples = [] if interrupted else trainer.samples()
+    steps_done = trainer.step - first_step
+    return TrainResult(run, config, trainer.step, interrupted, steps_done, wall_s, metrics, samples)
+
+
+def _loop(trainer: Trainer, run: RunDir, last: int, progress: bool | None, echo) -> dict:
+    """Train until step ``last`` or Ctrl-C; log, evaluate and checkpoint on the way."""
+    config = trainer.config
+    tokens_per_step = config.batch_size * config.block_size
+    metrics: dict = {}
+    losses: list[float] = []
+    window_start = time.perf_counter()
+    bar = tqdm(
+        total=config.steps,
+        initial=trainer.step,
+        desc=config.task,
+        unit="step",
+        dynamic_ncols=True,
+        disable=None if progress is None else not progress,
+    )
+    with InterruptFlag() as interrupt, bar:
+        while trainer.step < last and not interrupt.requested:
+            step_start = time.perf_counter()
+            losses.append(trainer.train_step())
+            trainer.elapsed_s += time.perf_counter() - step_start
+            bar.update(1)
+            step = trainer.step
+            if step % LOG_EVERY == 0 or step == last:
+                tokens_per_s = len(losses) * tokens_per_step / (time.perf_counter() - window_start)
+                record = {
+                    "kind": "train",
+                    "step": step,
+                    "loss": float(np.mean(losses)),
+                    "lr": trainer.optimizer.param_groups[0]["lr"],
+                    "tokens_per_s": tokens_per_s,
+                    "elapsed_s": trainer.elapsed_s,
+                }
+                run.append_metrics(record)
+                bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{tokens_per_s:,.0f}")
+                losses, window_start = [], time.perf_counter()
+            if step % config.eval_every == 0 or step == config.steps:
+                eval_start = time.perf_counter()
+                metrics = trainer.evaluate()
+                trainer.elapsed_s += time.perf_counter() - eval_start
+                run.append_metrics({"kind": "eval", "step": step, **metrics,
+                                    "elapsed_s": trainer.elapsed_s})  # fmt: skip
+                echo(f"step {step}: {describe(metrics)}")
+                trainer.save(run)
+                window_start = time.perf_counter()  # evaluating is not training speed
+    return metrics
