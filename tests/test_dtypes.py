@@ -63,7 +63,7 @@ SCALAR_OPS = {
     "div_numpy_sqrt": lambda x: x / np.sqrt(8.0),
     "rdiv": lambda x: 1.0 / x,
     "pow": lambda x: x**2.0,
-    "pow_numpy": lambda x: x ** np.float64(0.5),
+    "pow_numpy": lambda x: x ** np.float64(2.0),
     "rpow": lambda x: 2.0**x,
     "clamp": lambda x: x.clamp(0.1, 0.5),
     "where": lambda x: mg.where(x > 0, x, 0.0),
