@@ -96,6 +96,23 @@ def test_plot_attention_from_a_module_after_forward(tmp_path):
     assert render_png(figure, tmp_path).startswith(PNG_MAGIC)
 
 
+def test_plot_model_attention_picks_a_layer_of_a_model(tmp_path):
+    from minigrad.study.blocks import TinyLM
+
+    mg.manual_seed(0)
+    blocks = [nn.TransformerBlock(8, 2), nn.TransformerBlock(8, 2)]
+    model = TinyLM(vocab_size=5, block_size=4, d_model=8, blocks=blocks, final_norm=False)
+    maps = plots.attention_maps(model, [1, 2, 3, 4])
+    assert [name for name, _ in maps] == ["blocks.0.attn", "blocks.1.attn"]
+    assert all(weights.shape == (2, 4, 4) for _, weights in maps)
+    assert model.training  # left as it was
+    figure = plots.plot_model_attention(model, [1, 2, 3, 4], KOREAN, layer=1)
+    assert "blocks.1.attn" in figure.get_suptitle()
+    assert render_png(figure, tmp_path).startswith(PNG_MAGIC)
+    with pytest.raises(ValueError, match="layer 2 of 2"):
+        plots.plot_model_attention(model, [1, 2, 3, 4], KOREAN, layer=2)
+
+
 @pytest.mark.parametrize(
     "weights, tokens, message",
     [

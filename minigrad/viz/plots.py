@@ -246,6 +246,45 @@ def plot_attention(
     return figure
 
 
+def attention_maps(model, idx) -> list[tuple[str, np.ndarray]]:
+    """Run ``model(idx)`` without grad and return, for every attention module in order,
+    ``(its name, its weights (n_heads, T, T) for the first sequence)``.
+
+    Any module with an ``attn_weights`` attribute counts (``nn.MultiHeadAttention``), so
+    this works for ``models.GPT`` and any user model built from minigrad.nn.
+    """
+    import minigrad as mg
+
+    if not hasattr(idx, "data"):
+        idx = mg.tensor(np.asarray(idx))
+    if idx.ndim == 1:
+        idx = idx.reshape(1, -1)
+    was_training = model.training
+    model.eval()
+    try:
+        with mg.no_grad():
+            model(idx)
+    finally:
+        model.train(was_training)
+    return [
+        (name, _attention_array(module))
+        for name, module in model.named_modules()
+        if getattr(module, "attn_weights", None) is not None
+    ]
+
+
+def plot_model_attention(model, idx, tokens: Sequence[str], layer: int = 0, title=None):
+    """Heatmaps of every head of the ``layer``-th attention module of ``model`` on ``idx``
+    (one sequence of token ids), labelled with ``tokens`` (e.g. the decoded characters)."""
+    maps = attention_maps(model, idx)
+    if not maps:
+        raise ValueError("plot_model_attention: the model has no attention modules")
+    if not -len(maps) <= layer < len(maps):
+        raise ValueError(f"plot_model_attention: layer {layer} of {len(maps)} attention layers")
+    name, weights = maps[layer]
+    return plot_attention(weights, tokens, title=title or f"attention weights: {name}")
+
+
 # -- lines on log axes, used by the studies -------------------------------------------------
 
 
@@ -271,7 +310,8 @@ def plot_curves(
             if panel.get("kind") == "bar":
                 ax.bar(x, y, label=label, alpha=0.6)
             else:
-                ax.plot(x, y, marker="o", markersize=3, label=label)
+                marker = "o" if len(x) <= 40 else None  # dots on short series only
+                ax.plot(x, y, marker=marker, markersize=3, label=label)
         if panel.get("logx"):
             ax.set_xscale("log", base=2)
         if panel.get("logy"):
