@@ -22,25 +22,25 @@ from minigrad.tensor import Tensor
 
 
 class GradientGate(Function):
-    """Identity in forward; in backward passes the gradient on (``open=True``) or stops it.
+    """Identity in forward; in backward passes the gradient on (``is_open=True``) or stops it.
 
     Unlike ``detach``, the gate keeps the edge in the graph and the value in forward; only
     the gradient along this one edge is zero: y = x, dL/dx = dL/dy if open else 0.
     """
 
     @staticmethod
-    def forward(ctx, x, open: bool):  # noqa: A002  (the gate is open or closed)
-        ctx.open = open
+    def forward(ctx, x, is_open: bool):
+        ctx.is_open = is_open
         return x.copy()
 
     @staticmethod
     def backward(ctx, grad):
-        return (grad if ctx.open else grad * 0.0), None
+        return (grad if ctx.is_open else grad * 0.0), None
 
 
-def gate(x: Tensor, open: bool) -> Tensor:  # noqa: A002
+def gate(x: Tensor, is_open: bool) -> Tensor:
     """``x`` unchanged; an open gate is left out of the graph altogether."""
-    return x if open else GradientGate.apply(x, open)
+    return x if is_open else GradientGate.apply(x, is_open)
 
 
 class ResidualBlock(nn.Module):

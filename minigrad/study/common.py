@@ -12,6 +12,7 @@ instead of the experiment being bent until it passes.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -42,6 +43,18 @@ class Check:
             "passed": bool(self.passed),
             "required": self.required,
         }
+
+
+def below(name: str, measured: float, limit: float, why: str = "", required: bool = True) -> Check:
+    """The check ``measured < limit``; ``why`` says in words what that means."""
+    expected = f"< {limit:g}" + (f" ({why})" if why else "")
+    return Check(name, measured, expected, bool(measured < limit), required)
+
+
+def above(name: str, measured: float, limit: float, why: str = "", required: bool = True) -> Check:
+    """The check ``measured > limit``; ``why`` says in words what that means."""
+    expected = f"> {limit:g}" + (f" ({why})" if why else "")
+    return Check(name, measured, expected, bool(measured > limit), required)
 
 
 @dataclass
@@ -179,6 +192,7 @@ def format_value(value) -> str:
 def timed(study: Callable[..., StudyResult]) -> Callable[..., StudyResult]:
     """Record how long a study took, draw its figure, and write it when ``out_dir`` is given."""
 
+    @functools.wraps(study)
     def run(*args, out_dir: str | Path | None = None, **kwargs) -> StudyResult:
         start = time.perf_counter()
         result = study(*args, **kwargs)
@@ -187,10 +201,6 @@ def timed(study: Callable[..., StudyResult]) -> Callable[..., StudyResult]:
             result.write(out_dir)
         return result
 
-    run.__name__ = study.__name__
-    run.__qualname__ = study.__qualname__
-    run.__doc__ = study.__doc__
-    run.__wrapped__ = study
     return run
 
 

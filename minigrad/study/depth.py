@@ -31,6 +31,8 @@ from minigrad import nn
 from minigrad.study.common import (
     Check,
     StudyResult,
+    above,
+    below,
     figure_or_none,
     mean_over,
     random_input,
@@ -127,115 +129,71 @@ def depth_checks(
     ``bidirectional_cos``: model -> token-gradient cosine of the deepest stack without
     shortcuts and without the causal mask (reported beside the causal one).
     """
-    checks = []
     plain = _series(rows, "MLP", False, "|dW1|")
     residual = _series(rows, "MLP", True, "|dW1|")
     shallow, deep = min(plain), max(plain)
-    fall = plain[deep] / plain[shallow]
-    checks.append(
-        Check(
-            f"MLP without shortcuts: |dW1| at {deep} / at {shallow}",
-            fall,
-            "< 1e-4 (vanishes)",
-            fall < 1e-4,
-        )
-    )
-    hold = residual[deep] / residual[shallow]
-    checks.append(
-        Check(
-            f"MLP with shortcuts: |dW1| at {deep} / at {shallow}", hold, "> 0.5 (holds)", hold > 0.5
-        )
-    )
-
+    span = f"at {deep} / at {shallow}"
+    checks = [
+        below(
+            f"MLP without shortcuts: |dW1| {span}", plain[deep] / plain[shallow], 1e-4, "vanishes"
+        ),
+        above(
+            f"MLP with shortcuts: |dW1| {span}", residual[deep] / residual[shallow], 0.5, "holds"
+        ),
+    ]
     for model in ("post-LN", "pre-LN"):
         share = _series(rows, model, False, "share")
         collapse_depth = max(d for d in share if d <= 8)
-        checks.append(
-            Check(
-                f"{model} without shortcuts: share at {collapse_depth} blocks",
-                share[collapse_depth],
-                ">= 0.99 (rank one)",
-                share[collapse_depth] >= 0.99,
-            )
-        )
         kept = _series(rows, model, True, "share")[deep]
-        checks.append(
-            Check(
-                f"{model} with shortcuts: share at {deep} blocks",
-                kept,
-                "<= 0.9 (rank kept)",
-                kept <= 0.9,
-            )
+        query, query_res, value = (
+            _series(rows, model, shortcuts, key)
+            for shortcuts, key in ((False, "|dWq|"), (True, "|dWq|"), (False, "|dWv|"))
         )
-
-        query = _series(rows, model, False, "|dWq|")
-        ratio = query[deep] / query[shallow]
-        checks.append(
-            Check(
-                f"{model} without shortcuts: |dWq| at {deep} / at {shallow}",
-                ratio,
-                "< 1e-4 (vanishes)",
-                ratio < 1e-4,
-            )
-        )
-        query_res = _series(rows, model, True, "|dWq|")
-        ratio_res = query_res[deep] / query_res[shallow]
-        checks.append(
-            Check(
-                f"{model} with shortcuts: |dWq| at {deep} / at {shallow}",
-                ratio_res,
-                "> 0.1 (holds)",
-                ratio_res > 0.1,
-            )
-        )
-        value = _series(rows, model, False, "|dWv|")
-        ratio_v = value[deep] / value[shallow]
-        checks.append(
-            Check(
-                f"{model} without shortcuts: |dWv| at {deep} / at {shallow}",
-                ratio_v,
-                "> 1e-2 (values still learn)",
-                ratio_v > 1e-2,
-            )
-        )
-
         cos, cos_res = (_series(rows, model, s, "cos")[deep] for s in (False, True))
-        checks.append(
-            Check(
+        norms = _series(rows, model, False, "|dL/dX|").values()
+        without, with_ = f"{model} without shortcuts", f"{model} with shortcuts"
+        checks += [
+            above(
+                f"{without}: share at {collapse_depth} blocks",
+                share[collapse_depth],
+                0.99,
+                "rank one",
+            ),
+            below(f"{with_}: share at {deep} blocks", kept, 0.9, "rank kept"),
+            below(f"{without}: |dWq| {span}", query[deep] / query[shallow], 1e-4, "vanishes"),
+            above(f"{with_}: |dWq| {span}", query_res[deep] / query_res[shallow], 0.1, "holds"),
+            above(
+                f"{without}: |dWv| {span}", value[deep] / value[shallow], 1e-2, "values still learn"
+            ),
+            above(
                 f"{model}: token-gradient cosine at {deep}, without - with shortcuts",
                 cos - cos_res,
-                "> 0 (more aligned without)",
-                cos > cos_res,
-            )
-        )
-        checks.append(
-            Check(
-                f"{model} without shortcuts: token-gradient cosine at {deep}",
+                0.0,
+                "more aligned without",
+            ),
+            above(
+                f"{without}: token-gradient cosine at {deep}",
                 cos,
-                ">= 0.9 (all tokens' gradients point one way)",
-                cos >= 0.9,
+                0.9,
+                "all tokens' gradients point one way",
                 required=False,
-            )
-        )
+            ),
+        ]
         if bidirectional_cos is not None:
-            both_ways = bidirectional_cos[model]
             checks.append(
-                Check(
-                    f"{model} without shortcuts, causal=False: token-gradient cosine at {deep}",
-                    both_ways,
-                    ">= 0.9",
-                    both_ways >= 0.9,
+                above(
+                    f"{without}, causal=False: token-gradient cosine at {deep}",
+                    bidirectional_cos[model],
+                    0.9,
                     required=False,
                 )
             )
-        norms = _series(rows, model, False, "|dL/dX|").values()
-        spread = max(norms) / min(norms)
         checks.append(
-            Check(
-                f"{model} without shortcuts: max/min of |dL/dX| over depth",
-                spread,
-                "< 10 (LayerNorm keeps the norm roughly constant)",
-                spread < 10,
+            below(
+                f"{without}: max/min of |dL/dX| over depth",
+                max(norms) / min(norms),
+                10,
+                "LayerNorm keeps the norm roughly constant",
                 required=False,
             )
         )

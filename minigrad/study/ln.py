@@ -22,7 +22,15 @@ import minigrad as mg
 import minigrad.nn.functional as F
 from minigrad import nn
 from minigrad.study.blocks import TinyLM
-from minigrad.study.common import Check, StudyResult, figure_or_none, linear_fit, timed
+from minigrad.study.common import (
+    Check,
+    StudyResult,
+    above,
+    below,
+    figure_or_none,
+    linear_fit,
+    timed,
+)
 from minigrad.study.copytask import copy_batch, final_loss, train_copy
 
 VOCAB, COPY_LENGTH = 10, 8
@@ -69,7 +77,6 @@ def ffn_gradients(
 
 def ln_checks(rows: list[dict]) -> list[Check]:
     """The criterion on the table rows (pure: testable on made-up rows)."""
-    checks = []
     last = {
         model: {
             r["layers"]: r["|dW2|"]
@@ -79,74 +86,51 @@ def ln_checks(rows: list[dict]) -> list[Check]:
         for model, _ in MODELS
     }
     post = list(last["post-LN"].values())
-    spread = max(post) / min(post)
-    checks.append(
-        Check(
-            "post-LN: max/min of the last layer's |dW2| over depth",
-            spread,
-            "<= 1.25 (flat; twins: 1.02)",
-            spread <= 1.25,
-        )
-    )
     depths = list(last["pre-LN"])
     slope, _, _ = linear_fit(np.log(depths), np.log(list(last["pre-LN"].values())))
-    checks.append(
-        Check(
+    per_layer = [r["|dW2|"] for r in rows if r["part"] == "per layer" and r["model"] == "post-LN"]
+    checks = [
+        below(
+            "post-LN: max/min of the last layer's |dW2| over depth",
+            max(post) / min(post),
+            1.25,
+            "flat; twins: 1.02",
+        ),
+        below(
             "pre-LN: log-log slope of the last layer's |dW2| against depth",
             slope,
-            "< -0.05 (falls; twins: -0.14)",
-            slope < -0.05,
-        )
-    )
-    checks.append(
-        Check(
-            "pre-LN: that slope against the paper's asymptote -0.5",
-            slope,
-            "<= -0.4",
-            slope <= -0.4,
-            required=False,
-        )
-    )
-
-    per_layer = {
-        model: [r["|dW2|"] for r in rows if r["part"] == "per layer" and r["model"] == model]
-        for model, _ in MODELS
-    }
-    post_rise = per_layer["post-LN"][-1] / per_layer["post-LN"][0]
-    checks.append(
-        Check(
+            -0.05,
+            "falls; twins: -0.14",
+        ),
+        below("pre-LN: that slope against the paper's asymptote -0.5", slope, -0.4, required=False),
+        above(
             "post-LN: last layer's |dW2| / first layer's (deepest model)",
-            post_rise,
-            ">= 1.5 (paper: rises towards the output)",
-            post_rise >= 1.5,
+            per_layer[-1] / per_layer[0],
+            1.5,
+            "paper: rises towards the output",
             required=False,
-        )
-    )
-
+        ),
+    ]
     trained = {(r["model"], r["warm-up"]): r["loss"] for r in rows if r["part"] == "training"}
     if trained:
-        post_gain = trained[("post-LN", False)] - trained[("post-LN", True)]
-        checks.append(
-            Check(
-                "post-LN: loss without warm-up minus with",
-                post_gain,
-                "> 0 (post-LN needs the warm-up)",
-                post_gain > 0,
-                required=False,
-            )
-        )
-        pre_ratio = trained[("pre-LN", False)] / trained[("pre-LN", True)]
-        checks.append(
-            Check(
-                "pre-LN: loss without warm-up / with",
-                pre_ratio,
-                "<= 1.1 (pre-LN does not need it)",
-                pre_ratio <= 1.1,
-                required=False,
-            )
-        )
         finite = all(np.isfinite(v) for v in trained.values())
-        checks.append(Check("every training run stays finite", finite, "yes", finite))
+        checks += [
+            above(
+                "post-LN: loss without warm-up minus with",
+                trained[("post-LN", False)] - trained[("post-LN", True)],
+                0.0,
+                "post-LN needs the warm-up",
+                required=False,
+            ),
+            below(
+                "pre-LN: loss without warm-up / with",
+                trained[("pre-LN", False)] / trained[("pre-LN", True)],
+                1.1,
+                "pre-LN does not need it",
+                required=False,
+            ),
+            Check("every training run stays finite", finite, "yes", finite),
+        ]
     return checks
 
 

@@ -26,6 +26,8 @@ from minigrad.study.blocks import ResidualBlock, set_paths
 from minigrad.study.common import (
     Check,
     StudyResult,
+    above,
+    below,
     figure_or_none,
     linear_fit,
     random_input,
@@ -99,46 +101,36 @@ def gradient_by_path_length(
 
 def paths_checks(rows: list[dict], n: int, sum_errors: dict[str, float]) -> list[Check]:
     """The criterion on the table (pure: testable on made-up rows)."""
-    checks = []
-    for model, error in sum_errors.items():
-        checks.append(
-            Check(
-                f"{model}: sum of the 16 path gradients of 2 blocks vs full "
-                "gradient (max rel. error)",
-                error,
-                "< 1e-10",
-                error < 1e-10,
-            )
+    checks = [
+        below(
+            f"{model}: sum of the 16 path gradients of 2 blocks vs the full gradient "
+            "(max rel. error)",
+            error,
+            1e-10,
         )
+        for model, error in sum_errors.items()
+    ]
+    ks = [row["k"] for row in rows]
     for model in ("post-LN", "pre-LN"):
-        ks = [row["k"] for row in rows]
-        norms = [row[f"{model} |g_k|"] for row in rows]
-        slope, _, r2 = linear_fit(ks, np.log(norms))
-        checks.append(
-            Check(f"{model}: R^2 of log|g_k| against k", r2, ">= 0.95 (linear)", r2 >= 0.95)
-        )
-        checks.append(
-            Check(f"{model}: slope of log|g_k| per branch", slope, "< 0 (decays)", slope < 0)
-        )
-        checks.append(
+        slope, _, r2 = linear_fit(ks, np.log([row[f"{model} |g_k|"] for row in rows]))
+        peak = ks[int(np.argmax([row[f"{model} mass"] for row in rows]))]
+        checks += [
+            above(f"{model}: R^2 of log|g_k| against k", r2, 0.95, "linear"),
+            below(f"{model}: slope of log|g_k| per branch", slope, 0.0, "decays"),
             Check(
                 f"{model}: slope of log|g_k| per branch vs the twins' -1.4",
                 slope,
                 "within [-2.0, -0.9]",
                 -2.0 <= slope <= -0.9,
                 required=False,
-            )
-        )
-        mass = [row[f"{model} mass"] for row in rows]
-        peak = ks[int(np.argmax(mass))]
-        checks.append(
-            Check(
+            ),
+            below(
                 f"{model}: k where C(n,k)|g_k| peaks",
                 peak,
-                f"< n/2 = {n / 2:g} (short paths carry the gradient)",
-                peak < n / 2,
-            )
-        )
+                n / 2,
+                "n/2: short paths carry the gradient",
+            ),
+        ]
     return checks
 
 

@@ -21,7 +21,14 @@ import numpy as np
 
 import minigrad as mg
 from minigrad.study.blocks import ResidualBlock, ReZeroBlock, TinyLM, set_paths
-from minigrad.study.common import Check, StudyResult, figure_or_none, random_input, timed
+from minigrad.study.common import (
+    Check,
+    StudyResult,
+    above,
+    figure_or_none,
+    random_input,
+    timed,
+)
 from minigrad.study.copytask import final_loss, train_copy
 
 
@@ -131,20 +138,13 @@ def scale_checks(rows: list[dict]) -> list[Check]:
             )
         )
     half, one = (by[("copy-task loss (last 20 steps)", s)]["measured"] for s in (0.5, 1.0))
-    checks.append(
-        Check(
-            "copy-task loss, lambda=0.5 minus lambda=1",
-            half - one,
-            "> 0 (0.5 trains worse)",
-            half > one,
-        )
-    )
     rezero = by[("ReZero: max |dy/dx - I|", "-")]["measured"]
-    checks.append(Check("ReZero at init: max |dy/dx - I|", rezero, "== 0 (exact)", rezero == 0.0))
     alpha = by[("ReZero: min |dL/dalpha|", "-")]["measured"]
-    checks.append(
-        Check("ReZero at init: min |dL/dalpha|", alpha, "> 0 (alpha can learn)", alpha > 0.0)
-    )
+    checks += [
+        above("copy-task loss, lambda=0.5 minus lambda=1", half - one, 0.0, "0.5 trains worse"),
+        Check("ReZero at init: max |dy/dx - I|", rezero, "== 0 (exact)", rezero == 0.0),
+        above("ReZero at init: min |dL/dalpha|", alpha, 0.0, "alpha can learn"),
+    ]
     return checks
 
 

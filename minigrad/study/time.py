@@ -23,7 +23,15 @@ import numpy as np
 
 import minigrad as mg
 from minigrad import nn
-from minigrad.study.common import Check, StudyResult, figure_or_none, random_input, timed
+from minigrad.study.common import (
+    Check,
+    StudyResult,
+    above,
+    below,
+    figure_or_none,
+    random_input,
+    timed,
+)
 
 SHOWN_DISTANCES = (0, 1, 2, 4, 8, 16, 32, 48, 63)
 
@@ -87,30 +95,20 @@ def time_checks(rows: list[dict], far: int) -> list[Check]:
 
     rnn, default, bias1, bias3, attention = MODELS
     checks = [
-        Check(f"RNN: |g| at {far} / at 0", fall(rnn), "< 1e-8 (vanishes)", fall(rnn) < 1e-8),
-        Check(
-            f"LSTM default init: |g| at {far} / at 0",
-            fall(default),
-            "< 1e-5 (vanishes)",
-            fall(default) < 1e-5,
-        ),
+        below(f"RNN: |g| at {far} / at 0", fall(rnn), 1e-8, "vanishes"),
+        below(f"LSTM default init: |g| at {far} / at 0", fall(default), 1e-5, "vanishes"),
         Check(
             f"at distance {far}: LSTM default < forget bias 1 < forget bias 3",
             f"{end[default]:.2e} < {end[bias1]:.2e} < {end[bias3]:.2e}",
             "ordered",
             end[default] < end[bias1] < end[bias3],
         ),
-        Check(
-            f"LSTM forget bias 3: |g| at {far} / at 0",
-            fall(bias3),
-            "> 1e-2 (kept)",
-            fall(bias3) > 1e-2,
-        ),
-        Check(
+        above(f"LSTM forget bias 3: |g| at {far} / at 0", fall(bias3), 1e-2, "kept"),
+        above(
             f"causal transformer: |g| at {far} / at 1",
             end[attention] / one[attention],
-            "> 0.1 (direct paths: no decay)",
-            end[attention] / one[attention] > 0.1,
+            0.1,
+            "direct paths: no decay",
         ),
     ]
     # the PyTorch twins' values at distance 63 (issue 4), reported within a factor of 30
