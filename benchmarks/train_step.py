@@ -100,8 +100,8 @@ def sync(device: str) -> None:
         cupy.cuda.get_current_stream().synchronize()
 
 
-def run(name: str, steps: int, warmup: int, device: str, torch) -> dict:
-    s = SETTINGS[name]
+def run(s: Setting, steps: int, warmup: int, device: str, torch) -> dict:
+    """Time ``steps`` training steps of the GPT described by ``s``, minigrad and PyTorch."""
     mg.manual_seed(0)
     config = config_of(s)
     model = GPT(config).to(device)
@@ -157,7 +157,6 @@ def run(name: str, steps: int, warmup: int, device: str, torch) -> dict:
     x, y = batches[0]
     _, loss = model(mg.tensor(x, device=device), mg.tensor(y, device=device))
     row = {
-        "config": name,
         "minigrad_ms": 1e3 * statistics.median(mg_times),
         "minigrad_saved_mb": minigrad_saved_bytes(loss) / 2**20,
     }
@@ -192,7 +191,8 @@ def main(argv=None) -> None:
     print(header)
     print("|---|---|---|---|---|---|")
     for name in args.configs:
-        row = run(name, args.steps or default_steps[name], args.warmup, args.device, torch)
+        steps = args.steps or default_steps[name]
+        row = run(SETTINGS[name], steps, args.warmup, args.device, torch)
         if torch is None:
             print(f"| {name} | {row['minigrad_ms']:.2f} | - | - | - | {row['minigrad_saved_mb']:.1f} / - |")
             continue
