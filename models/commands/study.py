@@ -20,7 +20,7 @@ def register(subparsers) -> None:
         "study",
         help="run a study of gradients through residual connections",
         description=(
-            "Run a study of minigrad.study at its defaults (well under a minute each on 2 "
+            "Run a study of minigrad.study at its defaults (under a minute each on 2 "
             "cores), print its table and checks, and write study_NAME.md, study_NAME.json "
             "and NAME.png under --out."
         ),
