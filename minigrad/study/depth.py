@@ -295,8 +295,8 @@ def depth(
         criterion=(
             "MLP |dW1| falls by > 1e4 from the shallowest to the deepest net without "
             "shortcuts and keeps > 0.5 of it with; for post-LN and pre-LN without shortcuts "
-            "the share reaches >= 0.99 by 8 blocks and |dWq| falls by > 1e4 while |dWv| keeps "
-            "> 1e-2 of its value; with shortcuts the share stays <= 0.9 and |dWq| keeps > 0.1; "
+            "the share exceeds 0.99 by 8 blocks and |dWq| falls by > 1e4 while |dWv| keeps "
+            "> 1e-2 of its value; with shortcuts the share stays below 0.9 and |dWq| keeps > 0.1; "
             "token gradients are more aligned without shortcuts than with."
         ),
         columns=COLUMNS,

@@ -151,7 +151,8 @@ def ln_notes(rows: list[dict]) -> list[str]:
         "embeddings (N(0, 1) entries, |x_0| ~ sqrt(2 d)) dominate the stream, and each "
         "branch adds little at PyTorch's default init. The final LN divides the gradient by "
         f"|x_L|, which predicts a slope of {predicted:.3f}, close to the measured one, "
-        "rather than -0.5; the L^-0.5 law is an asymptote for much deeper stacks.",
+        "rather than -0.5; the L^-0.5 law needs the branches to dominate the stream, "
+        "which takes far more layers (or larger branch outputs) than here.",
         "Post-LN re-normalises after every sublayer, so every layer sees the same scale: "
         "flat across depth and across layers at this size; the per-layer rise of the paper "
         "(its Figure 3) does not show here.",
@@ -260,7 +261,7 @@ def ln(
             "gradients grow towards the output, which is why post-LN needs warm-up."
         ),
         criterion=(
-            "Required: post-LN last-layer |dW2| max/min over depth <= 1.25; pre-LN log-log "
+            "Required: post-LN last-layer |dW2| max/min over depth < 1.25; pre-LN log-log "
             "slope < -0.05. Reported without being required: the paper's -0.5 slope, post-LN "
             "rising with layer index, and whether warm-up matters in the training runs."
         ),

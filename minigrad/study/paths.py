@@ -180,7 +180,7 @@ def paths(
         ),
         criterion=(
             "The 2^n path gradients sum to the full gradient (checked exactly on 2 blocks); "
-            "log|g_k| is linear in k with R^2 >= 0.95 and a negative slope; C(n,k)|g_k| peaks "
+            "log|g_k| is linear in k with R^2 > 0.95 and a negative slope; C(n,k)|g_k| peaks "
             "at k < n/2; for post-LN and pre-LN."
         ),
         columns=[
