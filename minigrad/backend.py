@@ -7,6 +7,7 @@ so that the ops above can be written once against ``xp`` (whichever module holds
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -105,6 +106,11 @@ def _erf_numpy(x: np.ndarray) -> np.ndarray:
     except ImportError:
         return np.vectorize(math.erf, otypes=[x.dtype])(x)
     return erf(x)
+
+
+def ignore_overflow(array):
+    """A context in which NumPy does not warn when exp overflows to inf (CuPy never warns)."""
+    return np.errstate(over="ignore") if is_numpy(array) else contextlib.nullcontext()
 
 
 def erf(x):

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 
 from minigrad.autograd.function import Function
-from minigrad.backend import normal_cdf
-from minigrad.ops._helpers import normalize_dims, xp_of
+from minigrad.backend import ignore_overflow, normal_cdf
+from minigrad.ops._helpers import normalize_dim, xp_of
 
 
 class Softmax(Function):
@@ -19,7 +19,7 @@ class Softmax(Function):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        y = x - x.max(axis=dim, keepdims=True)
+        y = xp_of(x).asarray(x - x.max(axis=dim, keepdims=True))  # an array even for 0-d x
         xp_of(y).exp(y, out=y)
         y /= y.sum(axis=dim, keepdims=True)
         ctx.save_for_backward(y)
@@ -54,30 +54,39 @@ INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 GELU_TANH_C = 0.044715
 
 
+def sigmoid_of_negated(z):
+    """1 / (1 + e^z), in place on ``z``. Where e^z overflows to inf the result is exactly 0,
+    the right limit, so NumPy's overflow warning is silenced."""
+    xp = xp_of(z)
+    with ignore_overflow(z):
+        xp.exp(z, out=z)
+    z += 1.0
+    return xp.reciprocal(z, out=z)
+
+
 class Gelu(Function):
     # exact:  y = x * Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2 (the normal CDF)
     #         dy/dx = Phi(x) + x * phi(x), phi(x) = e^(-x^2/2) / sqrt(2 pi)
     # tanh:   y = x/2 * (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)
-    #         dy/dx = (1 + t)/2 + x/2 (1 - t^2) u',  t = tanh(u), u' = sqrt(2/pi) (1 + 3c x^2)
+    #           = x * s,  s = (1 + tanh(u))/2 = sigmoid(2u) = 1 / (1 + e^(-2u))
+    #         dy/dx = s + 2x s (1 - s) u',  u' = sqrt(2/pi) (1 + 3c x^2)
+    #         (the sigmoid form needs one exp, cheaper than NumPy's tanh)
     # dL/dx = g * dy/dx, with dy/dx its own op (GeluDerivative) so that it too can be
     # differentiated (second derivatives through create_graph=True). Forward keeps Phi(x)
-    # (or t) for it: erf and tanh are the costly parts.
+    # (or s) for it: erf and exp are the costly parts.
     @staticmethod
     def forward(ctx, x, approximate):
         ctx.approximate = approximate
         xp = xp_of(x)
         if approximate == "tanh":
-            t = xp.asarray(x * x)  # an array even for 0-d x, so that out= can write it
-            t *= GELU_TANH_C
-            t += 1.0
-            t *= x
-            t *= SQRT_2_OVER_PI
-            xp.tanh(t, out=t)  # t = tanh(u)
-            ctx.save_for_backward(x, t)
-            y = t + 1.0
-            y *= x
-            y *= 0.5
-            return y
+            s = xp.asarray(x * x)  # an array even for 0-d x, so that out= can write it
+            s *= GELU_TANH_C
+            s += 1.0
+            s *= x
+            s *= -2.0 * SQRT_2_OVER_PI  # -2u
+            s = sigmoid_of_negated(s)  # s = 1 / (1 + e^(-2u))
+            ctx.save_for_backward(x, s)
+            return x * s
         cdf = normal_cdf(x)
         ctx.save_for_backward(x, cdf)
         return x * cdf
@@ -89,7 +98,7 @@ class Gelu(Function):
 
 
 class GeluDerivative(Function):
-    # y = dGELU/dx (see Gelu), from x and what Gelu's forward kept (Phi(x), or t = tanh(u));
+    # y = dGELU/dx (see Gelu), from x and what Gelu's forward kept (Phi(x), or s);
     # its own derivative:
     # exact:  d2y/dx2 = phi(x) (2 - x^2)
     # tanh:   d2y/dx2 = (1 - t^2) (u' + x/2 (u'' - 2 t u'^2)), u'' = 6 sqrt(2/pi) c x
@@ -99,15 +108,14 @@ class GeluDerivative(Function):
         ctx.save_for_backward(x)
         xp = xp_of(x)
         if approximate == "tanh":
-            t = kept
+            s = kept
             slope = xp.asarray(x * x)
-            slope *= 3.0 * GELU_TANH_C * SQRT_2_OVER_PI
-            slope += SQRT_2_OVER_PI  # u'
-            slope *= 1.0 - t * t
+            slope *= 6.0 * GELU_TANH_C * SQRT_2_OVER_PI
+            slope += 2.0 * SQRT_2_OVER_PI  # 2u'
             slope *= x
-            slope += t
-            slope += 1.0
-            slope *= 0.5  # (1 + t)/2 + x/2 (1 - t^2) u'
+            slope *= s
+            slope *= 1.0 - s
+            slope += s  # s + 2x s (1 - s) u'
             return slope
         pdf = xp.asarray(x * x)
         pdf *= -0.5
@@ -130,12 +138,12 @@ class GeluDerivative(Function):
 
 
 def softmax(x, dim: int = -1):
-    (dim,) = normalize_dims(dim, x.ndim)
+    dim = normalize_dim(dim, x.ndim, "softmax")
     return Softmax.apply(x, dim)
 
 
 def log_softmax(x, dim: int = -1):
-    (dim,) = normalize_dims(dim, x.ndim)
+    dim = normalize_dim(dim, x.ndim, "log_softmax")
     return LogSoftmax.apply(x, dim)
 
 

@@ -66,13 +66,12 @@ class Tanh(Function):
 
 
 class Sigmoid(Function):
-    # y = 1 / (1 + e^-x), computed as (1 + tanh(x/2)) / 2, which never overflows;
-    # dL/dx = g * y * (1 - y)
+    # y = 1 / (1 + e^-x);  dL/dx = g * y * (1 - y)
     @staticmethod
     def forward(ctx, x):
-        y = xp_of(x).tanh(x * 0.5)
-        y += 1.0
-        y *= 0.5
+        from minigrad.ops.activation import sigmoid_of_negated
+
+        y = sigmoid_of_negated(xp_of(x).asarray(-x))
         ctx.save_for_backward(y)
         return y
 
