@@ -9,7 +9,6 @@ the layers and optimizers to train toy transformers, and tools that draw how gra
 
 import numpy as np
 
-from minigrad.tensor import Tensor  # noqa: I001  (Tensor first: the ops import it)
 from minigrad import autograd, cuda
 from minigrad.autograd import (
     detect_anomaly,
@@ -39,10 +38,24 @@ from minigrad.creation import (
     zeros,
     zeros_like,
 )
-from minigrad.ops import cat, matmul, stack, where
-from minigrad.ops import exp, log, sqrt, tanh, sigmoid, relu, abs, clamp  # noqa: A004
-from minigrad.ops import softmax, log_softmax
+from minigrad.ops import (
+    abs,
+    cat,
+    clamp,
+    exp,
+    log,
+    log_softmax,
+    matmul,
+    relu,
+    sigmoid,
+    softmax,
+    sqrt,
+    stack,
+    tanh,
+    where,
+)
 from minigrad.rng import manual_seed
+from minigrad.tensor import Tensor
 
 float32 = np.float32
 float64 = np.float64
@@ -62,6 +75,9 @@ def mean(x, dim=None, keepdim=False):
     return x.mean(dim, keepdim)
 
 
+bool = np.bool_  # noqa: A001  (torch.bool)
+
+
 def is_tensor(obj) -> bool:
     return isinstance(obj, Tensor)
 
@@ -78,3 +94,14 @@ def __getattr__(name):
 
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "Tensor", "autograd", "cuda", "detect_anomaly", "enable_grad", "gradcheck",
+    "gradgradcheck", "is_grad_enabled", "no_grad", "set_grad_enabled", "arange", "empty",
+    "eye", "from_numpy", "full", "full_like", "linspace", "ones", "ones_like", "rand",
+    "rand_like", "randint", "randn", "randn_like", "tensor", "zeros", "zeros_like", "cat",
+    "matmul", "stack", "where", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs",
+    "clamp", "softmax", "log_softmax", "manual_seed", "float32", "float64", "float16",
+    "int64", "int32", "bool_", "bool", "long", "double", "sum", "mean", "is_tensor",
+    "nn", "optim", "viz", "study", "save", "load",
+]  # fmt: skip
