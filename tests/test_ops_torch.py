@@ -6,6 +6,8 @@ float64 must agree to rtol 1e-6; a float32 pass checks the same ops at float32 p
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from helpers import compare_with_torch
@@ -421,6 +423,53 @@ def test_dropout_keeps_or_zeroes_and_scales(data, device):
     kept = y.numpy() != 0
     np.testing.assert_allclose(y.numpy()[kept], x.numpy()[kept] / (1 - p), rtol=1e-12)
     np.testing.assert_allclose(x.grad.numpy(), kept / (1 - p), rtol=1e-12)
+
+
+# -- edge shapes: 0-d tensors, empty tensors, a variance over one element ---------------------
+
+EDGE_CASES = {
+    "softmax_0d": (lambda x: ops.softmax(x, 0), lambda x: TF.softmax(x, 0), [()]),
+    "log_softmax_0d": (lambda x: ops.log_softmax(x, -1), lambda x: TF.log_softmax(x, -1), [()]),
+    "sum_0d_dim0": (*same(lambda x: x.sum(0)), [()]),
+    "mean_0d_keepdim": (*same(lambda x: x.mean(-1, keepdim=True)), [()]),
+    "amax_0d": (*same(lambda x: x.amax(0)), [()]),
+    "unsqueeze_0d": (*same(lambda x: x.unsqueeze(0)), [()]),
+    "getitem_none_0d": (*same(lambda x: x[None, ...]), [()]),
+    "var_of_one_element_is_nan": (*same(lambda x: x.var(0)), [(1, 3)]),
+    "add_empty": (*same(lambda a, b: a + b), [(0, 3), (3,)]),
+    "sum_empty": (*same(lambda x: x.sum(0)), [(0, 3)]),
+    "amax_empty_rows": (*same(lambda x: x.amax(1)), [(0, 3)]),
+    "matmul_empty": (*same(lambda a, b: a @ b), [(0, 3), (3, 2)]),
+    "matmul_inner_zero": (*same(lambda a, b: a @ b), [(2, 0), (0, 2)]),
+    "softmax_empty": (lambda x: ops.softmax(x, -1), lambda x: TF.softmax(x, -1), [(0, 3)]),
+    "layer_norm_empty": (
+        lambda x: ops.layer_norm(x, 3),
+        lambda x: TF.layer_norm(x, (3,)),
+        [(0, 3)],
+    ),
+    "cat_empty": (
+        lambda a, b: mg.cat([a, b]),
+        lambda a, b: torch.cat([a, b]),
+        [(0, 3), (2, 3)],
+    ),
+    "getitem_empty_slice": (*same(lambda x: x[2:2]), [(3, 3)]),
+    "split_larger_than_dim": (*same(lambda x: x.split(5)), [(3, 2)]),
+    "chunk_more_than_rows": (*same(lambda x: x.chunk(5)), [(3, 2)]),
+    "getitem_bool_tensor": (*same(lambda x: x[x > 0]), [(3, 4)]),
+    "masked_fill_tensor_value": (
+        *same(lambda x, v: x.masked_fill(x > 0, v)),
+        [(2, 3), ()],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", EDGE_CASES)
+def test_edge_shapes(name, device):
+    mg_fn, torch_fn, shapes = EDGE_CASES[name]
+    with warnings.catch_warnings():  # NumPy and torch both warn about var of one element
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        compare_with_torch(mg_fn, torch_fn, *shapes, device=device)
 
 
 # -- float32: the same ops, at float32 precision -----------------------------------------------

@@ -29,6 +29,8 @@ def normalize_dims(dim, ndim: int) -> tuple:
                 f"(expected -{max(ndim, 1)} <= dim < {max(ndim, 1)})"
             )
         normalized.append(d % max(ndim, 1))
+    if ndim == 0:  # dim 0 or -1 of a 0-d tensor (allowed, as in PyTorch): nothing to reduce
+        return ()
     return tuple(sorted(set(normalized)))
 
 

@@ -7,6 +7,8 @@ derivative of the reduction.
 
 from __future__ import annotations
 
+import math
+
 from minigrad.autograd.function import Function
 from minigrad.ops._helpers import kept_shape, normalize_dims
 from minigrad.ops.shape import broadcast_to, reshape
@@ -54,7 +56,8 @@ class Var(Function):
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         centered = x - x.mean(dim=ctx.dims, keepdim=True)
-        scale = 2.0 / (_count(ctx.input_shape, ctx.dims) - ctx.correction)
+        dof = _count(ctx.input_shape, ctx.dims) - ctx.correction
+        scale = 2.0 / dof if dof > 0 else math.nan  # var itself is nan there (as in PyTorch)
         return _spread(grad, ctx.input_shape, ctx.dims) * centered * scale, None, None, None
 
 
@@ -96,6 +99,7 @@ def var(x, dim=None, unbiased=True, keepdim=False, correction=None):
 
 
 def amax(x, dim=None, keepdim=False):
-    if x.numel() == 0:
-        raise RuntimeError(f"amax: cannot reduce an empty tensor of shape {x.shape}")
-    return Amax.apply(x, normalize_dims(dim, x.ndim), keepdim)
+    dims = normalize_dims(dim, x.ndim)
+    if x.numel() == 0 and any(x.shape[d] == 0 for d in dims or range(x.ndim)):
+        raise RuntimeError(f"amax: cannot reduce over a dim of size 0 (tensor of shape {x.shape})")
+    return Amax.apply(x, dims, keepdim)
