@@ -120,10 +120,11 @@ def preserved_rng(device: str) -> Iterator[None]:
     """Run the block (sampling during evaluation) without moving minigrad's RNG, so that
     evaluating does not change what training draws next (dropout)."""
     generator = mg_rng.generator(device)
-    if not hasattr(generator.bit_generator, "state"):  # CuPy's cannot be read back
+    try:
+        saved = generator.bit_generator.state
+    except AttributeError:  # a CuPy generator's state cannot be read back
         yield
         return
-    saved = generator.bit_generator.state
     try:
         yield
     finally:
@@ -302,6 +303,8 @@ def train(
     trainer, run = open_run(config, out, resume)
     config = trainer.config
     run.write_config(trainer.run_config())
+    if trainer.step == 0:
+        trainer.save(run)  # from now on the folder can be resumed, whatever happens
     last = config.steps if stop_at is None else min(stop_at, config.steps)
     first_step, started = trainer.step, time.perf_counter()
     echo(
@@ -321,10 +324,8 @@ def train(
 def _loop(trainer: Trainer, run: RunDir, last: int, progress: bool | None, echo) -> dict:
     """Train until step ``last`` or Ctrl-C; log, evaluate and checkpoint on the way."""
     config = trainer.config
-    tokens_per_step = config.batch_size * config.block_size
     metrics: dict = {}
-    losses: list[float] = []
-    window_start = time.perf_counter()
+    window = TrainWindow(trainer, run)
     bar = tqdm(
         total=config.steps,
         initial=trainer.step,
@@ -336,30 +337,51 @@ def _loop(trainer: Trainer, run: RunDir, last: int, progress: bool | None, echo)
     with InterruptFlag() as interrupt, bar:
         while trainer.step < last and not interrupt.requested:
             step_start = time.perf_counter()
-            losses.append(trainer.train_step())
+            window.losses.append(trainer.train_step())
             trainer.elapsed_s += time.perf_counter() - step_start
             bar.update(1)
-            step = trainer.step
-            if step % LOG_EVERY == 0 or step == last:
-                tokens_per_s = len(losses) * tokens_per_step / (time.perf_counter() - window_start)
-                record = {
-                    "kind": "train",
-                    "step": step,
-                    "loss": float(np.mean(losses)),
-                    "lr": trainer.optimizer.param_groups[0]["lr"],
-                    "tokens_per_s": tokens_per_s,
-                    "elapsed_s": trainer.elapsed_s,
-                }
-                run.append_metrics(record)
-                bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{tokens_per_s:,.0f}")
-                losses, window_start = [], time.perf_counter()
-            if step % config.eval_every == 0 or step == config.steps:
+            if trainer.step % LOG_EVERY == 0:
+                record = window.log()
+                bar.set_postfix(
+                    loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:,.0f}"
+                )
+            if trainer.step % config.eval_every == 0 or trainer.step == config.steps:
                 eval_start = time.perf_counter()
                 metrics = trainer.evaluate()
                 trainer.elapsed_s += time.perf_counter() - eval_start
-                run.append_metrics({"kind": "eval", "step": step, **metrics,
-                                    "elapsed_s": trainer.elapsed_s})  # fmt: skip
-                echo(f"step {step}: {describe(metrics)}")
+                record = {"kind": "eval", "step": trainer.step, **metrics}
+                run.append_metrics({**record, "elapsed_s": trainer.elapsed_s})
+                echo(f"step {trainer.step}: {describe(metrics)}")
                 trainer.save(run)
-                window_start = time.perf_counter()  # evaluating is not training speed
+                window.restart()  # evaluating is not training speed
+    if window.losses:
+        window.log()
     return metrics
+
+
+class TrainWindow:
+    """The losses and speed of the steps since the last "train" record of metrics.jsonl."""
+
+    def __init__(self, trainer: Trainer, run: RunDir):
+        self.trainer, self.run = trainer, run
+        self.tokens_per_step = trainer.config.batch_size * trainer.config.block_size
+        self.restart()
+
+    def restart(self) -> None:
+        self.losses: list[float] = []
+        self.start = time.perf_counter()
+
+    def log(self) -> dict:
+        """Append the window's mean loss and tokens/s to metrics.jsonl, then start anew."""
+        seconds = max(time.perf_counter() - self.start, 1e-9)
+        record = {
+            "kind": "train",
+            "step": self.trainer.step,
+            "loss": float(np.mean(self.losses)),
+            "lr": self.trainer.optimizer.param_groups[0]["lr"],
+            "tokens_per_s": len(self.losses) * self.tokens_per_step / seconds,
+            "elapsed_s": self.trainer.elapsed_s,
+        }
+        self.run.append_metrics(record)
+        self.restart()
+        return record
