@@ -50,7 +50,7 @@ def noun_attention(model, vocab) -> np.ndarray:
     """(layers, heads): the attention weight from the predicate-choosing position (the space
     after the particle) to the noun's characters, averaged over every noun of the task."""
     per_noun = []
-    for noun, meaning in noun_classes().items():
+    for noun in noun_classes():
         text = "\n" + sentence(noun, "")  # "\n사과는 ": its last position picks the predicate
         ids = np.array(vocab.encode(text), dtype=np.int64)
         maps = attention_maps(model, ids)  # [(name, (heads, T, T)), ...]
