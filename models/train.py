@@ -282,6 +282,11 @@ def open_run(
         )
     trainer = Trainer(config, task, device)
     trainer.restore(run)
+    if trainer.step > config.steps:
+        raise UsageError(
+            f"--steps {config.steps} is behind this run, which is at step {trainer.step}; "
+            "--steps is the total number of steps"
+        )
     run.keep_metrics_until(trainer.step)
     return trainer, run
 

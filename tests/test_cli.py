@@ -104,6 +104,7 @@ def test_cuda_without_a_gpu_is_a_usage_error(tmp_path, capsys):
         (["--norm-first"], "--norm-first on conflicts"),
         (["--no-residual"], "--residual off conflicts"),
         (["--out", "elsewhere"], "do not go together"),
+        (["--steps", "5"], "behind this run"),
     ],
 )
 def test_resume_with_another_config_is_refused_and_loses_nothing(
