@@ -9,8 +9,10 @@ of t's shape. With an integer array as index the same entry can be picked twice
 
 from __future__ import annotations
 
+import numpy as np
+
 from minigrad.autograd.function import Function
-from minigrad.backend import index_add
+from minigrad.backend import index_add, is_numpy
 from minigrad.errors import OutOfRangeError, ShapeError
 from minigrad.ops._helpers import normalize_dim, shape_of, xp_of
 from minigrad.ops.shape import sum_to, unsqueeze
@@ -125,7 +127,19 @@ def _describe(index) -> str:
 
 
 def getitem(x, index):
-    return GetItem.apply(x, _raw_index(index))
+    index = _raw_index(index)
+    if not is_numpy(x.data):
+        index = _index_on_gpu(index, xp_of(x.data))
+    return GetItem.apply(x, index)
+
+
+def _index_on_gpu(index, xp):
+    """NumPy arrays and lists inside an index as CuPy arrays (CuPy takes no NumPy index)."""
+    if isinstance(index, tuple):
+        return tuple(_index_on_gpu(item, xp) for item in index)
+    if isinstance(index, (list, np.ndarray)):
+        return xp.asarray(index)
+    return index
 
 
 def _raw_index(index):
