@@ -447,6 +447,8 @@ class Tensor:
         shape = _ops.shape_arg(shape)
         lead = len(shape) - self.ndim
         full = tuple(s if s != -1 else self.shape[i - lead] for i, s in enumerate(shape))
+        if lead < 0 or any(s != n and s != 1 for s, n in zip(self.shape, full[lead:])):
+            raise ShapeError(f"expand: cannot expand a tensor of shape {self.shape} to {full}")
         return _ops.broadcast_to(self, full)
 
     def contiguous(self):
