@@ -84,7 +84,7 @@ def test_linear_with_wrong_feature_count(device):
         (lambda x: x.split(0), ValueError, "split: split_size must be a positive integer"),
         (lambda x: x.chunk(0), ValueError, "chunk: chunks must be a positive integer"),
         (lambda x: x.permute(0, 0), ShapeError, "permute: (0, 0) is not a permutation"),
-        (lambda x: x.expand(3, 3), ShapeError, "expand: cannot expand a tensor of shape (2, 3) to (3, 3)"),
+        (lambda x: x.expand(3, 3), ShapeError, "expand: cannot expand a tensor of shape (2, 3) to"),
         (lambda x: ops.layer_norm(x, 4), ShapeError, "does not end in normalized_shape (4,)"),
         (lambda x: x.clamp(), ValueError, "clamp: at least one of min and max"),
         (lambda x: ops.gelu(x, "erf"), ValueError, "gelu: approximate must be 'none' or"),
