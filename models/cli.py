@@ -13,14 +13,13 @@ exit code 2; Ctrl-C in exit code 130.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-from types import ModuleType
 
+from models.commands import graph, sample, study, train
 from models.errors import UsageError
 
 # the subcommands, in the order `minigrad --help` lists them
-COMMANDS = ("train", "sample", "graph", "study")
+COMMANDS = (train, sample, graph, study)
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -30,27 +29,14 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def command_modules() -> list[ModuleType]:
-    """The modules of COMMANDS that are installed (graph and study come with their tools)."""
-    modules = []
-    for name in COMMANDS:
-        module_name = f"models.commands.{name}"
-        try:
-            modules.append(importlib.import_module(module_name))
-        except ModuleNotFoundError as error:
-            if error.name != module_name:
-                raise
-    return modules
-
-
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
         prog="minigrad",
         description="Train toy transformers with minigrad and look inside them.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in command_modules():
-        module.register(subparsers)
+    for command in COMMANDS:
+        command.register(subparsers)
     return parser
 
 
