@@ -144,3 +144,17 @@ def test_06_rnn_lstm_attention(tmp_path):
     assert far["RNN"] < far["LSTM (default init)"] < far["LSTM (forget bias 3)"]
     assert number_after("RNN", printed.split("is:")[1]) == pytest.approx(far["RNN"], rel=0.01)
     assert_png(tmp_path / "06_time" / "time.png")
+
+
+def test_make_figures_writes_what_it_is_asked_for(tmp_path):
+    """docs/make_figures.py regenerates the README's figures; its fastest one here."""
+    completed = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "make_figures.py"), "--only", "graph", "--out",
+         str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, encoding="utf-8", timeout=120,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    assert_graph(tmp_path / "gpt_block_graph.svg")
+    if HAS_DOT:
+        assert_png(tmp_path / "gpt_block_graph.png")
+    assert "all figures in" in completed.stdout
