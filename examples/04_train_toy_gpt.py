@@ -102,6 +102,8 @@ def draw_noun_attention(model, vocab, path: Path, dpi: int = 120) -> Path:
         title=f"trained attention, layer {layer}: when picking the predicate (row _), head "
         f"{head} looks back at the noun",
     )
+    for ax in figure.axes:  # one character per tick: upright reads better than turned
+        ax.tick_params(axis="x", labelrotation=0)
     return save_figure(figure, path, dpi=dpi)
 
 
