@@ -112,7 +112,7 @@ def test_every_corpus_sentence_is_grammatical():
 @pytest.mark.parametrize(
     "completion, expected",
     [("는 맛있다", (True, True)), ("은 맛있다", (False, True)), ("는 귀엽다", (True, False)),
-     ("", (False, False)), ("는 맛있다다", (True, False))],
+     ("", (False, False)), ("는 맛있다다", (True, False)), ("는맛있다", (True, False))],
 )  # fmt: skip
 def test_score_completion_of_apple(completion, expected):
     assert score_completion("사과", completion) == expected

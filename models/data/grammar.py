@@ -97,8 +97,8 @@ def make_corpus(n_sentences: int = CORPUS_SENTENCES, seed: int = CORPUS_SEED) ->
 def score_completion(noun: str, completion: str) -> tuple[bool, bool]:
     """(particle right, predicate fits) for the text a model wrote after ``noun``."""
     particle_ok = completion[:1] == topic_particle(noun)
-    predicate = completion[1:].strip()
-    return particle_ok, predicate in allowed_predicates(noun)
+    predicate_ok = completion[1:2] == " " and completion[2:] in allowed_predicates(noun)
+    return particle_ok, predicate_ok
 
 
 class GrammarTask(CorpusTask):
