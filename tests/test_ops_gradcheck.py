@@ -250,6 +250,33 @@ def test_gradcheck_reports_worst_entry():
         mg.gradcheck(WrongSquare.apply, (x,))
 
 
+class SquareWithDetachedBackward(mg.autograd.Function):
+    """x^2 with a right first derivative that create_graph cannot see through."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 2.0 * x.detach()  # correct value, but cut from the graph
+
+
+def test_gradgradcheck_catches_a_backward_cut_from_the_graph():
+    x = mg.tensor([0.5, -1.0], dtype=mg.float64, requires_grad=True)
+    assert mg.gradcheck(SquareWithDetachedBackward.apply, (x,))
+    with pytest.raises(AssertionError, match=r"analytic value is 0 but finite differences"):
+        mg.gradgradcheck(SquareWithDetachedBackward.apply, (x,))
+
+
+def test_gradcheck_catches_an_output_cut_from_the_graph():
+    x = mg.tensor([0.5, -1.0], dtype=mg.float64, requires_grad=True)
+    with pytest.raises(AssertionError, match=r"analytic value is 0 but finite differences give 3"):
+        mg.gradcheck(lambda t: (t * 3.0).detach(), (x,))
+
+
 def test_gradcheck_refuses_float32():
     x = mg.randn(3, requires_grad=True)
     with pytest.raises(TypeError, match="float64"):

@@ -19,10 +19,16 @@ class GradcheckError(AssertionError):
     """Raised when an analytic gradient disagrees with its finite-difference estimate."""
 
 
-def _outputs(fn, inputs) -> tuple:
-    result = fn(*inputs)
+def _float_outputs(result) -> tuple:
+    """The floating-point Tensors among fn's results. One that does not require grad is
+    checked too: its analytic derivative is 0, so a backward that wrongly cut the graph
+    (or a constant gradient, in gradgradcheck) is compared with finite differences."""
     outputs = result if isinstance(result, (tuple, list)) else (result,)
-    return tuple(out for out in outputs if isinstance(out, Tensor) and out.requires_grad)
+    return tuple(out for out in outputs if isinstance(out, Tensor) and out.dtype.kind == "f")
+
+
+def _outputs(fn, inputs) -> tuple:
+    return _float_outputs(fn(*inputs))
 
 
 def _checked_inputs(inputs):
@@ -37,9 +43,7 @@ def _checked_inputs(inputs):
 
 
 def _pick(result, output_index) -> np.ndarray:
-    outputs = [out for out in (result if isinstance(result, (tuple, list)) else (result,))]
-    outputs = [out for out in outputs if isinstance(out, Tensor) and out.requires_grad]
-    return outputs[output_index].numpy().copy()
+    return _float_outputs(result)[output_index].numpy().copy()
 
 
 def _numerical_jacobian(fn, inputs, output_index, x, eps):
@@ -58,6 +62,8 @@ def _numerical_jacobian(fn, inputs, output_index, x, eps):
 
 
 def _analytic_jacobian(output, x):
+    if not output.requires_grad:  # a constant: every derivative is 0
+        return np.zeros((output.numel(), x.numel()))
     rows = []
     for j in range(output.numel()):
         x.grad = None
@@ -92,6 +98,8 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3) -> bool:
     """
     inputs = _checked_inputs(inputs)
     outputs = _outputs(fn, inputs)
+    if not outputs:
+        raise GradcheckError("gradcheck: fn returned no floating-point tensor to check")
     for out_index, output in enumerate(outputs):
         for in_index, x in enumerate(inputs):
             if not (isinstance(x, Tensor) and x.requires_grad):
@@ -122,10 +130,16 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3)
         outs = _outputs(fn, xs)
         total = None
         for out, v in zip(outs, grad_outputs):
-            term = (out * out.as_same_kind(v)).sum()
-            total = term if total is None else total + term
-        total.backward(create_graph=True)
-        grads = tuple(xs[i].grad for i in differentiable)
+            if out.requires_grad:
+                term = (out * out.as_same_kind(v)).sum()
+                total = term if total is None else total + term
+        if total is not None:
+            total.backward(create_graph=True)
+        # an input the outputs do not depend on has derivative 0 (a constant, still checked)
+        grads = tuple(
+            xs[i].zeros_like_detached() if xs[i].grad is None else xs[i].grad
+            for i in differentiable
+        )
         for i in differentiable:
             xs[i].grad = None
         return grads
