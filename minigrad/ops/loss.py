@@ -11,6 +11,7 @@ from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
 from minigrad.errors import OutOfRangeError, ShapeError
 from minigrad.ops._helpers import xp_of
+from minigrad.tensor import Tensor
 
 
 class CrossEntropy(Function):
@@ -45,10 +46,9 @@ class CrossEntropy(Function):
     def backward(ctx, grad):
         logits, log_probs, target, counted = ctx.saved_tensors
         xp = xp_of(logits.data)
-        if is_grad_enabled():  # create_graph: softmax of the logits, differentiably
-            probs = logits.softmax(dim=1)
-        else:
-            probs = log_probs.exp()
+        if not is_grad_enabled():
+            return _backward_on_arrays(ctx, grad.data, log_probs.data, target.data, counted.data)
+        probs = logits.softmax(dim=1)  # create_graph: softmax of the logits, differentiably
         onehot = xp.zeros(logits.shape, dtype=logits.dtype)
         onehot[xp.arange(logits.shape[0]), target.data] = 1
         row_weight = counted.data.astype(logits.dtype)
@@ -60,6 +60,20 @@ class CrossEntropy(Function):
         else:
             row_weight = row_weight * grad
         return (probs - type(logits)._make(onehot)) * row_weight, None, None, None
+
+
+def _backward_on_arrays(ctx, grad, log_probs, target, counted):
+    """CrossEntropy.backward's formula on raw arrays, in place: the fast path outside
+    create_graph (the Tensor version above is its plain twin)."""
+    xp = xp_of(log_probs)
+    grad_x = xp.exp(log_probs)  # softmax(x)
+    grad_x[xp.arange(grad_x.shape[0]), target] -= 1  # softmax(x) - onehot(t)
+    row_weight = counted.astype(grad_x.dtype)
+    if ctx.reduction == "mean":
+        row_weight /= counted.sum().astype(grad_x.dtype)
+    row_weight = row_weight * (grad.reshape(-1) if ctx.reduction == "none" else grad)
+    grad_x *= row_weight[:, None]
+    return Tensor._make(grad_x), None, None, None
 
 
 def cross_entropy(logits, target, ignore_index: int = -100, reduction: str = "mean"):

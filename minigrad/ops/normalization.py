@@ -11,6 +11,7 @@ from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
 from minigrad.errors import ShapeError
 from minigrad.ops._helpers import xp_of
+from minigrad.tensor import Tensor
 
 
 class LayerNorm(Function):
@@ -39,10 +40,13 @@ class LayerNorm(Function):
     def backward(ctx, grad):
         x, weight, xhat, rstd = ctx.saved_tensors
         axes = ctx.axes
-        if is_grad_enabled():  # create_graph: rebuild xhat and rstd from x, differentiably
-            centered = x - x.mean(dim=axes, keepdim=True)
-            rstd = ((centered * centered).mean(dim=axes, keepdim=True) + ctx.eps) ** -0.5
-            xhat = centered * rstd
+        if not is_grad_enabled():
+            return _backward_on_arrays(ctx, grad.data, weight, xhat.data, rstd.data)
+        # create_graph: rebuild xhat and rstd from x, differentiably, so that second
+        # derivatives see how they depend on x
+        centered = x - x.mean(dim=axes, keepdim=True)
+        rstd = ((centered * centered).mean(dim=axes, keepdim=True) + ctx.eps) ** -0.5
+        xhat = centered * rstd
         grad_xhat = grad * weight if weight is not None else grad
         grad_x = rstd * (
             grad_xhat
@@ -53,6 +57,27 @@ class LayerNorm(Function):
         grad_w = (grad * xhat).sum(dim=rows) if ctx.needs_input_grad[1] else None
         grad_b = grad.sum(dim=rows) if ctx.needs_input_grad[2] else None
         return grad_x, grad_w, grad_b, None, None
+
+
+def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
+    """LayerNorm.backward's formula on raw arrays, in place where it can be: the fast path
+    outside create_graph (the Tensor version above is its plain twin)."""
+    rows = tuple(range(grad.ndim - len(ctx.axes)))
+    grad_w = (grad * xhat).sum(axis=rows) if ctx.needs_input_grad[1] else None
+    grad_b = grad.sum(axis=rows) if ctx.needs_input_grad[2] else None
+    grad_x = grad * weight.data if weight is not None else grad.copy()  # dL/dxhat
+    mean_grad_xhat_xhat = (grad_x * xhat).mean(axis=ctx.axes, keepdims=True)
+    grad_x -= grad_x.mean(axis=ctx.axes, keepdims=True)
+    grad_x -= xhat * mean_grad_xhat_xhat
+    grad_x *= rstd
+    wrap = Tensor._make
+    return (
+        wrap(grad_x),
+        wrap(grad_w) if grad_w is not None else None,
+        wrap(grad_b) if grad_b is not None else None,
+        None,
+        None,
+    )
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
