@@ -159,6 +159,14 @@ def test_every_gradient_has_its_tensor_dtype(dtype, device):
         assert p.grad.device == device
 
 
+@pytest.mark.parametrize("on_leaf", [False, True], ids=["through_op", "on_leaf_itself"])
+def test_float64_seed_gradient_gives_float32_grads(on_leaf, device):
+    x = mg.randn(3, device=device, requires_grad=True)
+    y = x if on_leaf else x * 2.0
+    y.backward(mg.ones(3, dtype=mg.float64, device=device))
+    assert x.grad.dtype == np.float32
+
+
 def test_gradient_through_a_cast_comes_back_in_the_leaf_dtype(device):
     x = mg.randn(3, device=device, requires_grad=True)
     (x.double() * 2.0).sum().backward()

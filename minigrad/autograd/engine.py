@@ -54,6 +54,8 @@ def _seed_gradient(output, gradient):
             f"backward: gradient has shape {gradient.shape} but the output has shape "
             f"{output.shape}; they must match"
         )
+    if gradient.dtype != output.dtype:  # as PyTorch: the seed takes the output's dtype
+        gradient = gradient.to(output.dtype)
     return gradient
 
 
@@ -167,12 +169,12 @@ def _backward_node(node, output_grads, pending, leaf_grads) -> None:
     for position, (arg, grad) in enumerate(zip(node.inputs, input_grads)):
         if grad is None or not node.needs_input_grad[position]:
             continue
-        if grad.shape != arg.shape:
+        if grad.data.shape != arg.data.shape:
             raise RuntimeError(
                 f"{node.name}.backward returned a gradient of shape {grad.shape} for input "
                 f"{position} of shape {arg.shape}"
             )
-        if grad.dtype != arg.dtype:  # float32 * float64 -> a float64 grad; x keeps float32
+        if grad.data.dtype != arg.data.dtype:  # float32 * float64 -> float64; x keeps float32
             grad = grad.to(arg.dtype)
         if modes.record_edge_grads:
             node.edge_grad_norms[position] = grad.norm_value()
