@@ -68,7 +68,7 @@ def train_grammar(out: Path, steps: int = 250, quick: bool = False):
         "grammar", steps=steps, eval_every=steps, warmup_steps=min(100, steps // 5), **smaller
     )
     with tempfile.TemporaryDirectory() as folder:
-        result = train(config, out=Path(folder) / "run", progress=False, echo=print)
+        result = train(config, out=Path(folder) / "grammar", progress=False, echo=print)
         print(f"trained {result.step} steps in {result.wall_s:.1f} s")
         for name in ("particle_acc", "predicate_acc"):
             print(f"{name} = {result.metrics[name]:.3f}")
