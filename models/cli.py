@@ -13,6 +13,7 @@ exit code 2; Ctrl-C in exit code 130.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from models.commands import graph, sample, study, train
@@ -34,10 +35,28 @@ def build_parser() -> ArgumentParser:
         prog="minigrad",
         description="Train toy transformers with minigrad and look inside them.",
     )
+    parser.add_argument(
+        "--blas-threads",
+        type=int,
+        default=1,
+        metavar="N",
+        help="threads for NumPy's matrix products (default 1: a toy model's products are "
+        "too small to share, and extra threads only fight for the cores)",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
         command.register(subparsers)
     return parser
+
+
+def blas_threads(count: int):
+    """Limit NumPy's BLAS to ``count`` threads while the command runs (a no-op without
+    threadpoolctl)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=count, user_api="blas")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,8 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     prog = f"minigrad {args.command}"
+    if args.blas_threads < 1:
+        parser.error(f"--blas-threads must be at least 1, got {args.blas_threads}")
     try:
-        return int(args.func(args) or 0)
+        with blas_threads(args.blas_threads):
+            return int(args.func(args) or 0)
     except UsageError as error:
         message = " ".join(str(error).split())  # one line, whatever the message holds
         print(f"{prog}: error: {message}", file=sys.stderr)

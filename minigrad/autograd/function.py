@@ -93,6 +93,8 @@ class Context:
         return tuple(self._as_tensor(value) for value in self._saved)
 
     def _as_tensor(self, value):
+        if type(value) is np.ndarray:  # the common case: an intermediate array
+            return Tensor._make(value)
         if isinstance(value, Tensor):
             return value
         if isinstance(value, _SavedOutput):
@@ -106,8 +108,8 @@ class Context:
         """Replace saved arrays that are inputs or outputs by the Tensors that hold them."""
         linked = []
         for value in self._saved:
-            for arg in self.inputs:
-                if isinstance(arg, Tensor) and arg.data is value:
+            for arg, array in zip(self.inputs, arrays):
+                if array is value and isinstance(arg, Tensor):
                     value = arg
                     break
             else:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from minigrad.backend import array_module
 from minigrad.errors import OutOfRangeError
 
 
 def xp_of(array):
     """numpy or cupy, whichever holds ``array``."""
-    return array_module(array)
+    return np if type(array) is np.ndarray else array_module(array)
 
 
 def shape_of(value):

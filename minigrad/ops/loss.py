@@ -33,14 +33,17 @@ class CrossEntropy(Function):
             )
         shifted = logits - logits.max(axis=1, keepdims=True)
         log_probs = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
-        losses = -log_probs[xp.arange(rows), safe_target] * counted
+        losses = log_probs[xp.arange(rows), safe_target]
+        losses *= counted
+        xp.negative(losses, out=losses)
         ctx.reduction = reduction
+        ctx.count = int(counted.sum())  # rows that count (the mean divides by it)
         ctx.save_for_backward(logits, log_probs, safe_target, counted)
         if reduction == "none":
             return losses
         if reduction == "sum":
             return losses.sum()
-        return losses.sum() / counted.sum().astype(losses.dtype)  # int count: keep float32
+        return losses.sum() / losses.dtype.type(ctx.count)  # a float32 count keeps float32
 
     @staticmethod
     def backward(ctx, grad):
@@ -53,7 +56,7 @@ class CrossEntropy(Function):
         onehot[xp.arange(logits.shape[0]), target.data] = 1
         row_weight = counted.data.astype(logits.dtype)
         if ctx.reduction == "mean":
-            row_weight = row_weight / counted.data.sum().astype(row_weight.dtype)
+            row_weight = row_weight / row_weight.dtype.type(ctx.count)
         row_weight = type(logits)._make(row_weight[:, None])
         if ctx.reduction == "none":
             row_weight = row_weight * grad.reshape(-1, 1)
@@ -68,10 +71,12 @@ def _backward_on_arrays(ctx, grad, log_probs, target, counted):
     xp = xp_of(log_probs)
     grad_x = xp.exp(log_probs)  # softmax(x)
     grad_x[xp.arange(grad_x.shape[0]), target] -= 1  # softmax(x) - onehot(t)
-    row_weight = counted.astype(grad_x.dtype)
-    if ctx.reduction == "mean":
-        row_weight /= counted.sum().astype(grad_x.dtype)
-    row_weight = row_weight * (grad.reshape(-1) if ctx.reduction == "none" else grad)
+    if ctx.reduction == "none":
+        row_weight = counted * grad.reshape(-1)
+    elif ctx.reduction == "sum":
+        row_weight = counted * grad
+    else:
+        row_weight = counted * (grad / grad.dtype.type(ctx.count))
     grad_x *= row_weight[:, None]
     return Tensor._make(grad_x), None, None, None
 
