@@ -11,6 +11,7 @@ import numpy as np
 
 from minigrad import backend
 from minigrad.errors import ShapeError
+from minigrad.hooks import RemovableHandle
 
 
 class Tensor:
@@ -175,7 +176,7 @@ class Tensor:
             raise RuntimeError("cannot register a hook on a tensor that does not require grad")
         if self._hooks is None:
             self._hooks = {}
-        handle = _HookHandle(self._hooks)
+        handle = RemovableHandle(self._hooks)
         self._hooks[handle.id] = hook
         return handle
 
@@ -532,18 +533,6 @@ class Tensor:
         """The L2 norm as a Python float (no graph)."""
         flat = self.data.reshape(-1)
         return float(backend.array_module(flat).sqrt((flat.astype(np.float64) ** 2).sum()))
-
-
-class _HookHandle:
-    _next_id = 0
-
-    def __init__(self, hooks: dict):
-        _HookHandle._next_id += 1
-        self.id = _HookHandle._next_id
-        self._hooks = hooks
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
 
 
 def _as_array(value, like):

@@ -22,7 +22,7 @@ import numpy as np
 from minigrad import backend
 from minigrad.autograd.function import next_sequence_number
 from minigrad.autograd.grad_mode import modes
-from minigrad.nn.hooks import RemovableHandle
+from minigrad.hooks import RemovableHandle
 from minigrad.nn.parameter import Parameter
 from minigrad.tensor import Tensor
 

@@ -1,4 +1,5 @@
-"""Handles that remove a hook registered on a Module."""
+"""The handle that ``register_hook`` (on a Tensor) and ``register_forward_hook`` (on a
+Module) return, so that the hook can be removed."""
 
 from __future__ import annotations
 
