@@ -10,8 +10,13 @@ import os
 
 import pytest
 from hypothesis import HealthCheck, settings
+from threadpoolctl import threadpool_limits
 
 import minigrad as mg
+
+# `pytest -n 2` already keeps both cores busy; a second BLAS thread per worker would only
+# fight for them (and the toy matrices here are too small to share anyway).
+threadpool_limits(limits=1, user_api="blas")
 
 # Few examples per property keep the suite fast; no deadline, since the first call of an op
 # may import SciPy or compile CuPy kernels.
