@@ -82,7 +82,9 @@ def main(argv=None) -> None:
         torch = None
     print("| sweep | point | minigrad ms | PyTorch ms | ratio |")
     print("|---|---|---|---|---|")
-    results = {name: sweep(name, args.steps, args.warmup, args.device, torch) for name in args.sweeps}
+    results = {
+        name: sweep(name, args.steps, args.warmup, args.device, torch) for name in args.sweeps
+    }
     with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
         json.dump(results, f, indent=1)
     plot(results, args.out)

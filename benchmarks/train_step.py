@@ -194,7 +194,8 @@ def main(argv=None) -> None:
         steps = args.steps or default_steps[name]
         row = run(SETTINGS[name], steps, args.warmup, args.device, torch)
         if torch is None:
-            print(f"| {name} | {row['minigrad_ms']:.2f} | - | - | - | {row['minigrad_saved_mb']:.1f} / - |")
+            saved = f"{row['minigrad_saved_mb']:.1f} / -"
+            print(f"| {name} | {row['minigrad_ms']:.2f} | - | - | - | {saved} |")
             continue
         print(
             f"| {name} | {row['minigrad_ms']:.2f} | {row['torch_ms']:.2f} | {row['ratio']:.2f}x "

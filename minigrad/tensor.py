@@ -134,7 +134,9 @@ class Tensor:
 
     def item(self):
         if self.numel() != 1:
-            raise ValueError(f"item(): only a one-element tensor has an item, shape is {self.shape}")
+            raise ValueError(
+                f"item(): only a one-element tensor has an item, shape is {self.shape}"
+            )
         return self.numpy().reshape(()).item()
 
     def tolist(self):

@@ -144,7 +144,9 @@ def _backward_node(node, output_grads, pending, leaf_grads) -> None:
             if tensor._hooks:
                 grad = _run_hooks(tensor, grad)
             if tensor._retains_grad:
-                tensor.grad = _accumulate(tensor.grad, grad if modes.grad_enabled else grad.detach())
+                tensor.grad = _accumulate(
+                    tensor.grad, grad if modes.grad_enabled else grad.detach()
+                )
         if grad is None:
             grad = tensor.zeros_like_detached() if tensor is not None else _zeros(node, index)
         grads.append(grad)

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import weakref
 
-from minigrad.autograd.grad_mode import modes
 import numpy as np
 
+from minigrad.autograd.grad_mode import modes
 from minigrad.backend import array_module, device_of
 from minigrad.errors import DeviceError, MinigradError, OutOfRangeError, ShapeError
 

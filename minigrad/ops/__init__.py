@@ -1,22 +1,23 @@
 """Every differentiable op, forward and backward side by side. One module per kind:
 
-    arithmetic    + - * / ** and unary minus (broadcasting)
-    unary         exp, log, sqrt, tanh, sigmoid, relu, abs, clamp
-    reduce        sum, mean, var, amax
-    shape         reshape, permute/transpose, broadcast_to / sum_to, (un)squeeze, flatten
-    indexing      t[index], cat, stack, split, chunk, where, masked_fill
-    linalg        matmul (@), linear
-    activation    softmax, log_softmax, gelu (fused)
-    normalization layer_norm (fused)
-    loss          cross_entropy (fused), mse_loss
-    embedding     embedding, dropout
-    conversion    dtype and device changes
+arithmetic    + - * / ** and unary minus (broadcasting)
+unary         exp, log, sqrt, tanh, sigmoid, relu, abs, clamp
+reduce        sum, mean, var, amax
+shape         reshape, permute/transpose, broadcast_to / sum_to, (un)squeeze, flatten
+indexing      t[index], cat, stack, split, chunk, where, masked_fill
+linalg        matmul (@), linear
+activation    softmax, log_softmax, gelu (fused)
+normalization layer_norm (fused)
+loss          cross_entropy (fused), mse_loss
+embedding     embedding, dropout
+conversion    dtype and device changes
 """
 
 from minigrad.ops.activation import gelu, log_softmax, softmax
 from minigrad.ops.arithmetic import add, div, mul, neg, pow, sub
 from minigrad.ops.conversion import MaxResult, cast, to_device
 from minigrad.ops.embedding import dropout, embedding
+from minigrad.ops.indexing import _raw_index as raw_index
 from minigrad.ops.indexing import (
     cat,
     chunk,
@@ -26,7 +27,6 @@ from minigrad.ops.indexing import (
     stack,
     where,
 )
-from minigrad.ops.indexing import _raw_index as raw_index
 from minigrad.ops.linalg import linear, matmul
 from minigrad.ops.loss import cross_entropy, mse_loss
 from minigrad.ops.normalization import layer_norm

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import namedtuple
 
 from minigrad.autograd.function import Function
-from minigrad.backend import device_of, to_device as _move
+from minigrad.backend import device_of
+from minigrad.backend import to_device as _move
 
 
 class Cast(Function):

@@ -23,7 +23,9 @@ def _has_integer_array(index) -> bool:
     items = index if isinstance(index, tuple) else (index,)
     for item in items:
         kind = getattr(getattr(item, "dtype", None), "kind", None)
-        if kind in ("i", "u") or (isinstance(item, list) and not all(isinstance(v, bool) for v in item)):
+        if kind in ("i", "u") or (
+            isinstance(item, list) and not all(isinstance(v, bool) for v in item)
+        ):
             return True
     return False
 
@@ -189,7 +191,9 @@ def split(x, split_size_or_sections, dim: int = 0):
     else:
         sizes = list(split_size_or_sections)
         if sum(sizes) != length:
-            raise ShapeError(f"split: sizes {sizes} do not add up to {length} (dim {dim} of {x.shape})")
+            raise ShapeError(
+                f"split: sizes {sizes} do not add up to {length} (dim {dim} of {x.shape})"
+            )
     pieces, start = [], 0
     for size in sizes:
         pieces.append(getitem(x, (slice(None),) * dim + (slice(start, start + size),)))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from minigrad.autograd.function import Function
 from minigrad.errors import ShapeError
-from minigrad.ops.shape import reshape, sum_to, transpose, unsqueeze, squeeze
+from minigrad.ops.shape import reshape, squeeze, sum_to, transpose, unsqueeze
 
 
 class Matmul(Function):

@@ -90,7 +90,9 @@ def cross_entropy(logits, target, ignore_index: int = -100, reduction: str = "me
         raise ValueError(f"cross_entropy: reduction must be mean, sum or none, got {reduction!r}")
     target = logits.as_index(target)
     if target.dtype.kind not in "iu":
-        raise TypeError(f"cross_entropy: target must hold class indices (int64), got {target.dtype}")
+        raise TypeError(
+            f"cross_entropy: target must hold class indices (int64), got {target.dtype}"
+        )
     if logits.ndim == 1:
         expected = ()
     else:

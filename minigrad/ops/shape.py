@@ -64,7 +64,9 @@ class SumTo(Function):
 
 def _sum_to_array(x, shape):
     lead = x.ndim - len(shape)
-    stretched = tuple(lead + i for i, size in enumerate(shape) if size == 1 and x.shape[lead + i] != 1)
+    stretched = tuple(
+        lead + i for i, size in enumerate(shape) if size == 1 and x.shape[lead + i] != 1
+    )
     summed = x.sum(axis=tuple(range(lead)) + stretched, keepdims=True) if lead or stretched else x
     return summed.reshape(shape)
 
