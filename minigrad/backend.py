@@ -131,19 +131,21 @@ _ERFC_FIT = tuple(
         0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277,
     )
 )  # fmt: skip
-_CHUNK = 1 << 14  # values per pass: the temporaries stay in the CPU's cache
+_CHUNK = 1 << 16  # values per pass: the temporaries stay in the CPU's cache
 
 
 def _normal_cdf_float32(x: np.ndarray) -> np.ndarray:
-    """Phi(x) for float32 NumPy arrays, about 4x faster than SciPy's float64-based erf.
+    """Phi(x) for float32 NumPy arrays, several times faster than SciPy's float64-based erf.
 
     Phi(-|x|) = erfc(|x| / sqrt 2) / 2 from the fit above (no cancellation in the tails),
-    and Phi(x) = 1 - Phi(-x) for x > 0. Evaluated chunk by chunk with ``out=`` buffers.
+    and Phi(x) = 1 - Phi(-x) for x > 0. Evaluated chunk by chunk with ``out=`` buffers, so
+    that the temporaries stay in the CPU's cache.
     """
     out = np.empty_like(x)
     flat_x, flat_out = x.reshape(-1), out.reshape(-1)
     z = np.empty(min(flat_x.size, _CHUNK), np.float32)
     t, q = np.empty_like(z), np.empty_like(z)
+    positive = np.empty(z.shape, dtype=bool)
     for start in range(0, flat_x.size, _CHUNK):
         xs, phi = flat_x[start : start + _CHUNK], flat_out[start : start + _CHUNK]
         zs, ts, qs = z[: xs.size], t[: xs.size], q[: xs.size]
@@ -162,8 +164,13 @@ def _normal_cdf_float32(x: np.ndarray) -> np.ndarray:
         np.exp(qs, out=qs)
         qs *= ts
         qs *= np.float32(0.5)  # q = erfc(z) / 2 = Phi(-|x|)
-        np.subtract(np.float32(1), qs, out=phi)
-        np.copyto(phi, qs, where=xs <= 0)
+        # Phi(x) = q + [x > 0] (1 - 2q): exactly q for x <= 0 (the tails keep every digit),
+        # 1 - q for x > 0 (a masked copy would be several times slower than these passes)
+        np.multiply(qs, np.float32(-2), out=ts)
+        ts += np.float32(1)
+        np.greater(xs, 0, out=positive[: xs.size])
+        ts *= positive[: xs.size]
+        np.add(ts, qs, out=phi)
     return out
 
 
