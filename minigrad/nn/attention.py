@@ -62,10 +62,12 @@ class MultiHeadAttention(Module):
         # S = Q K^T / sqrt(d_k)                      (B, H, T, T)
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.d_k))
 
-        # masked positions get -inf, so that softmax gives them weight 0
+        # masked positions get -inf added, so that softmax gives them weight 0
+        # (an additive mask: one pass over S, cheaper than selecting with masked_fill)
         allowed = self.allowed_positions(x, length, mask)
         if allowed is not None:
-            scores = scores.masked_fill(~allowed, float("-inf"))
+            xp = array_module(allowed)
+            scores = scores + Tensor(xp.where(allowed, 0.0, -xp.inf).astype(scores.dtype))
 
         # A = softmax_row(S)
         weights = ops.softmax(scores, dim=-1)

@@ -27,7 +27,9 @@ class Add(Function):
     @staticmethod
     def backward(ctx, grad):
         shape_a, shape_b = ctx.shapes
-        return sum_to(grad, shape_a), sum_to(grad, shape_b)
+        grad_a = sum_to(grad, shape_a) if ctx.needs_input_grad[0] else None
+        grad_b = sum_to(grad, shape_b) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b
 
 
 class Sub(Function):
@@ -40,8 +42,9 @@ class Sub(Function):
     @staticmethod
     def backward(ctx, grad):
         shape_a, shape_b = ctx.shapes
+        grad_a = sum_to(grad, shape_a) if ctx.needs_input_grad[0] else None
         grad_b = sum_to(-grad, shape_b) if ctx.needs_input_grad[1] else None
-        return sum_to(grad, shape_a), grad_b
+        return grad_a, grad_b
 
 
 class Mul(Function):

@@ -49,7 +49,7 @@ def _attention_labels(nodes: list) -> dict:
         step = _producer(softmax, 0)
         first = True
         while step is not None and step.name in _PASS_THROUGH:
-            masked = " (masked)" if step.name == "Where" else ""
+            masked = " (masked)" if step.name in ("Where", "Add") else ""
             if first:
                 labels[id(step)] = "S = QK^T/sqrt(d_k)" + masked
                 first = False
