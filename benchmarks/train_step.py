@@ -5,10 +5,10 @@
     python benchmarks/train_step.py --device cuda   # CuPy against PyTorch CUDA
 
 Both models start from the same weights and see the same batches; the steps are timed
-alternately in one process (warm-up first, then the median of many), so that a noisy machine
-slows both alike. The table gives ms/step, the ratio minigrad / PyTorch, how far the two loss
-curves drift apart, and the memory each holds for backward (the arrays saved by the ops,
-each storage counted once).
+alternately in one process, in blocks of a few steps (warm-up first, then the median of
+many), so that a noisy machine slows both alike. The table gives ms/step, the ratio
+minigrad / PyTorch, how far the two loss curves drift apart, and the memory each holds for
+backward (the arrays saved by the ops, each storage counted once).
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ class Setting:
     layers: int
     batch: int
 
+
+BLOCK = 4  # steps in a row of one framework before switching to the other
 
 SETTINGS = {
     "tiny": Setting(vocab=32, T=16, d=32, heads=2, layers=2, batch=8),
@@ -139,20 +141,26 @@ def run(s: Setting, steps: int, warmup: int, device: str, torch) -> dict:
             torch.cuda.synchronize()
         return loss.item()
 
-    mg_times, torch_times, drift = [], [], 0.0
-    for i, (x, y) in enumerate(batches):
-        start = time.perf_counter()
-        mg_loss = mg_step(x, y)
-        mg_time = time.perf_counter() - start
-        if twin is not None:
-            start = time.perf_counter()
-            torch_loss = torch_step(x, y)
-            torch_time = time.perf_counter() - start
-            drift = max(drift, abs(mg_loss - torch_loss) / abs(torch_loss))
-        if i >= warmup:
-            mg_times.append(mg_time)
-            if twin is not None:
-                torch_times.append(torch_time)
+    # Alternate in blocks of BLOCK steps and time all but the first step of each block: the
+    # first one pays for the other framework's worker threads, which spin for a while after
+    # their last task (OpenBLAS's and PyTorch's OpenMP threads both do).
+    mg_times, torch_times, mg_losses, torch_losses = [], [], [], []
+    for start in range(0, len(batches), BLOCK):
+        block = batches[start : start + BLOCK]
+        for step, times, losses in (
+            (mg_step, mg_times, mg_losses),
+            (torch_step if twin is not None else None, torch_times, torch_losses),
+        ):
+            if step is None:
+                continue
+            for offset, (x, y) in enumerate(block):
+                begin = time.perf_counter()
+                losses.append(step(x, y))
+                if offset > 0 and start + offset >= warmup:
+                    times.append(time.perf_counter() - begin)
+    drift = max(
+        (abs(a - b) / abs(b) for a, b in zip(mg_losses, torch_losses)), default=float("nan")
+    )
 
     x, y = batches[0]
     _, loss = model(mg.tensor(x, device=device), mg.tensor(y, device=device))
@@ -183,7 +191,7 @@ def main(argv=None) -> None:
         torch = None
         print("PyTorch is not installed: timing minigrad alone")
 
-    default_steps = {"tiny": 100, "small": 20, "medium": 8}
+    default_steps = {"tiny": 200, "small": 32, "medium": 16}
     header = (
         "| config | minigrad ms | PyTorch ms | ratio | max loss drift | saved MB minigrad / torch |"
     )

@@ -43,3 +43,44 @@ def test_normal_cdf_float64_is_erf_based():
     x = np.linspace(-6, 6, 101)
     want = 0.5 * (1.0 + scipy_special.erf(x / np.sqrt(2.0)))
     np.testing.assert_allclose(backend.normal_cdf(x), want, rtol=1e-15, atol=1e-300)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_in_two_threads_equals_the_plain_call(monkeypatch, approximate):
+    # in_two_halves is a fast path: the same values as one call on the whole array
+    import minigrad as mg
+    from minigrad import ops
+
+    x = mg.randn(3, 300, 300)  # 270,000 values: above PARALLEL_MIN_SIZE
+    assert x.numel() >= backend.PARALLEL_MIN_SIZE
+    x.requires_grad_()
+    grad = mg.randn(3, 300, 300)
+
+    def gelu_and_grad():
+        y = ops.gelu(x, approximate)
+        y.backward(grad)
+        result = (y.numpy().copy(), x.grad.numpy().copy())
+        x.grad = None
+        return result
+
+    threaded = gelu_and_grad()
+    monkeypatch.setattr(backend, "PARALLEL_MIN_SIZE", 1 << 40)
+    plain = gelu_and_grad()
+    np.testing.assert_array_equal(threaded[0], plain[0])
+    np.testing.assert_array_equal(threaded[1], plain[1])
+
+
+def test_in_two_halves_survives_fork():
+    import os
+
+    backend.in_two_halves(lambda a: a.__iadd__(1), np.zeros(1 << 18))  # start the worker
+    pid = os.fork()
+    if pid == 0:  # the child: its pool must be rebuilt, not hang on a dead thread
+        try:
+            out = np.zeros(1 << 18)
+            backend.in_two_halves(lambda a: a.__iadd__(1), out)
+            os._exit(0 if out.min() == 1 else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -10,7 +10,7 @@ import math
 
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
-from minigrad.backend import ignore_overflow, normal_cdf
+from minigrad.backend import ignore_overflow, in_two_halves, normal_cdf
 from minigrad.ops._helpers import normalize_dim, xp_of
 from minigrad.tensor import Tensor
 
@@ -74,6 +74,47 @@ def sigmoid_of_negated(z):
     return xp.reciprocal(z, out=z)
 
 
+def _gelu_tanh(x, s, y):
+    """s = sigmoid(2u), y = x s (see Gelu), written into s and y."""
+    xp = xp_of(x)
+    xp.multiply(x, x, out=s)
+    s *= GELU_TANH_C
+    s += 1.0
+    s *= x
+    s *= -2.0 * SQRT_2_OVER_PI  # -2u
+    sigmoid_of_negated(s)  # s = 1 / (1 + e^(-2u))
+    xp.multiply(x, s, out=y)
+
+
+def _gelu_exact(x, cdf, y):
+    """cdf = Phi(x), y = x Phi(x), written into cdf and y."""
+    cdf[...] = normal_cdf(x)
+    xp_of(x).multiply(x, cdf, out=y)
+
+
+def _gelu_tanh_slope(x, s, slope):
+    """slope = s + 2x s (1 - s) u' (see Gelu), from x and s = sigmoid(2u)."""
+    xp = xp_of(x)
+    xp.multiply(x, x, out=slope)
+    slope *= 6.0 * GELU_TANH_C * SQRT_2_OVER_PI
+    slope += 2.0 * SQRT_2_OVER_PI  # 2u'
+    slope *= x
+    slope *= s
+    slope *= 1.0 - s
+    slope += s
+
+
+def _gelu_exact_slope(x, cdf, slope):
+    """slope = Phi(x) + x phi(x), from x and cdf = Phi(x)."""
+    xp = xp_of(x)
+    xp.multiply(x, x, out=slope)
+    slope *= -0.5
+    xp.exp(slope, out=slope)
+    slope *= INV_SQRT_2PI  # phi(x)
+    slope *= x
+    slope += cdf
+
+
 class Gelu(Function):
     # exact:  y = x * Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2 (the normal CDF)
     #         dy/dx = Phi(x) + x * phi(x), phi(x) = e^(-x^2/2) / sqrt(2 pi)
@@ -88,18 +129,12 @@ class Gelu(Function):
     def forward(ctx, x, approximate):
         ctx.approximate = approximate
         xp = xp_of(x)
-        if approximate == "tanh":
-            s = xp.asarray(x * x)  # an array even for 0-d x, so that out= can write it
-            s *= GELU_TANH_C
-            s += 1.0
-            s *= x
-            s *= -2.0 * SQRT_2_OVER_PI  # -2u
-            s = sigmoid_of_negated(s)  # s = 1 / (1 + e^(-2u))
-            ctx.save_for_backward(x, s)
-            return x * s
-        cdf = normal_cdf(x)
-        ctx.save_for_backward(x, cdf)
-        return x * cdf
+        rows = xp.ascontiguousarray(x).reshape(-1)
+        y, kept = xp.empty_like(rows), xp.empty_like(rows)
+        compute = _gelu_tanh if approximate == "tanh" else _gelu_exact
+        in_two_halves(compute, rows, kept, y)
+        ctx.save_for_backward(x, kept.reshape(x.shape))
+        return y.reshape(x.shape)
 
     @staticmethod
     def backward(ctx, grad):
@@ -117,23 +152,11 @@ class GeluDerivative(Function):
         ctx.approximate = approximate
         ctx.save_for_backward(x)
         xp = xp_of(x)
-        if approximate == "tanh":
-            s = kept
-            slope = xp.asarray(x * x)
-            slope *= 6.0 * GELU_TANH_C * SQRT_2_OVER_PI
-            slope += 2.0 * SQRT_2_OVER_PI  # 2u'
-            slope *= x
-            slope *= s
-            slope *= 1.0 - s
-            slope += s  # s + 2x s (1 - s) u'
-            return slope
-        pdf = xp.asarray(x * x)
-        pdf *= -0.5
-        xp.exp(pdf, out=pdf)
-        pdf *= INV_SQRT_2PI  # phi(x)
-        pdf *= x
-        pdf += kept  # Phi(x) + x phi(x)
-        return pdf
+        rows = xp.ascontiguousarray(x).reshape(-1)
+        slope = xp.empty_like(rows)
+        compute = _gelu_tanh_slope if approximate == "tanh" else _gelu_exact_slope
+        in_two_halves(compute, rows, xp.ascontiguousarray(kept).reshape(-1), slope)
+        return slope.reshape(x.shape)
 
     @staticmethod
     def backward(ctx, grad):
