@@ -24,7 +24,9 @@ class CrossEntropy(Function):
         xp = xp_of(logits)
         rows, classes = logits.shape
         counted = target != ignore_index
-        safe_target = xp.where(counted, target, 0)
+        ctx.count = int(counted.sum())  # rows that count (the mean divides by them)
+        every_row = ctx.count == rows
+        safe_target = target if every_row else xp.where(counted, target, 0)
         if rows and (safe_target.min() < 0 or safe_target.max() >= classes):
             bad = safe_target[(safe_target < 0) | (safe_target >= classes)][0]
             raise OutOfRangeError(
@@ -33,28 +35,27 @@ class CrossEntropy(Function):
             )
         shifted = logits - logits.max(axis=1, keepdims=True)
         log_probs = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
-        losses = log_probs[xp.arange(rows), safe_target]
-        losses *= counted
-        xp.negative(losses, out=losses)
+        losses = log_probs[xp.arange(rows), safe_target]  # log p of the target: -loss_i
+        if not every_row:
+            losses *= counted
         ctx.reduction = reduction
-        ctx.count = int(counted.sum())  # rows that count (the mean divides by it)
-        ctx.save_for_backward(logits, log_probs, safe_target, counted)
+        ctx.save_for_backward(logits, log_probs, safe_target, None if every_row else counted)
         if reduction == "none":
-            return losses
-        if reduction == "sum":
-            return losses.sum()
-        return losses.sum() / losses.dtype.type(ctx.count)  # a float32 count keeps float32
+            return xp.negative(losses, out=losses)
+        total = -losses.sum()
+        return total if reduction == "sum" else total / total.dtype.type(ctx.count)
 
     @staticmethod
     def backward(ctx, grad):
         logits, log_probs, target, counted = ctx.saved_tensors
         xp = xp_of(logits.data)
+        counted = xp.ones(logits.shape[0], dtype=bool) if counted is None else counted.data
         if not is_grad_enabled():
-            return _backward_on_arrays(ctx, grad.data, log_probs.data, target.data, counted.data)
+            return _backward_on_arrays(ctx, grad.data, log_probs.data, target.data, counted)
         probs = logits.softmax(dim=1)  # create_graph: softmax of the logits, differentiably
         onehot = xp.zeros(logits.shape, dtype=logits.dtype)
         onehot[xp.arange(logits.shape[0]), target.data] = 1
-        row_weight = counted.data.astype(logits.dtype)
+        row_weight = counted.astype(logits.dtype)
         if ctx.reduction == "mean":
             row_weight = row_weight / row_weight.dtype.type(ctx.count)
         row_weight = type(logits)._make(row_weight[:, None])
@@ -71,6 +72,9 @@ def _backward_on_arrays(ctx, grad, log_probs, target, counted):
     xp = xp_of(log_probs)
     grad_x = xp.exp(log_probs)  # softmax(x)
     grad_x[xp.arange(grad_x.shape[0]), target] -= 1  # softmax(x) - onehot(t)
+    if ctx.reduction != "none" and ctx.count == grad_x.shape[0]:  # every row counts
+        grad_x *= grad if ctx.reduction == "sum" else grad / grad.dtype.type(ctx.count)
+        return Tensor._make(grad_x), None, None, None
     if ctx.reduction == "none":
         row_weight = counted * grad.reshape(-1)
     elif ctx.reduction == "sum":
