@@ -197,14 +197,7 @@ class Function:
             return Tensor._make(output)
 
         out = Tensor._make(output, True, ctx, 0)
-        ctx.function = cls
-        ctx.inputs = args
-        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-        ctx.outputs = (weakref.ref(out),)
-        ctx.seq = _NodeCounter.next
-        _NodeCounter.next += 1
-        if ctx._saved:
-            ctx._link_saved(raw, (output,))
+        _record(ctx, cls, args, raw, (output,), (out,))
         return out
 
 
@@ -220,17 +213,22 @@ def _wrap_outputs(cls, ctx, args, raw, output, requires_grad):
     if not (requires_grad and modes.grad_enabled):
         return tuple(Tensor._make(a) for a in arrays)
     outs = tuple(Tensor._make(a, True, ctx, i) for i, a in enumerate(arrays))
+    # for zeros in place of the gradient of an output that was dropped unused
+    ctx.output_specs = tuple((a.shape, a.dtype, array_module(a)) for a in arrays)
+    _record(ctx, cls, args, raw, arrays, outs)
+    return outs
+
+
+def _record(ctx, cls, args, raw, arrays, outs) -> None:
+    """Make ``ctx`` the graph node of this call: the op, its inputs, its outputs."""
     ctx.function = cls
     ctx.inputs = args
     ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
     ctx.outputs = tuple(weakref.ref(out) for out in outs)
-    # for zeros in place of the gradient of an output that was dropped unused
-    ctx.output_specs = tuple((a.shape, a.dtype, array_module(a)) for a in arrays)
     ctx.seq = _NodeCounter.next
     _NodeCounter.next += 1
     if ctx._saved:
         ctx._link_saved(raw, arrays)
-    return outs
 
 
 def _as_array(value, like):
