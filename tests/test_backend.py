@@ -45,27 +45,50 @@ def test_normal_cdf_float64_is_erf_based():
     np.testing.assert_allclose(backend.normal_cdf(x), want, rtol=1e-15, atol=1e-300)
 
 
-@pytest.mark.parametrize("approximate", ["none", "tanh"])
-def test_gelu_in_two_threads_equals_the_plain_call(monkeypatch, approximate):
-    # in_two_halves is a fast path: the same values as one call on the whole array
+def _gelu(x):
+    from minigrad import ops
+
+    return ops.gelu(x)
+
+
+def _gelu_tanh(x):
+    from minigrad import ops
+
+    return ops.gelu(x, "tanh")
+
+
+def _softmax(x):
+    return x.softmax(-1)
+
+
+def _layer_norm(x):
     import minigrad as mg
     from minigrad import ops
 
-    x = mg.randn(3, 300, 300)  # 270,000 values: above PARALLEL_MIN_SIZE
-    assert x.numel() >= backend.PARALLEL_MIN_SIZE
-    x.requires_grad_()
-    grad = mg.randn(3, 300, 300)
+    weight = mg.linspace(0.5, 1.5, x.shape[-1])
+    return ops.layer_norm(x, (x.shape[-1],), weight, mg.ones(x.shape[-1]))
 
-    def gelu_and_grad():
-        y = ops.gelu(x, approximate)
+
+@pytest.mark.parametrize("op", [_gelu, _gelu_tanh, _softmax, _layer_norm])
+def test_two_threads_compute_what_the_plain_call_does(monkeypatch, op):
+    # in_two_halves is a fast path: the same values as one call on the whole array
+    import minigrad as mg
+
+    x = mg.randn(4, 300, 300)  # 360,000 values: above PARALLEL_MIN_SIZE
+    assert x.numel() >= 2 * backend.PARALLEL_MIN_SIZE
+    x.requires_grad_()
+    grad = mg.randn(4, 300, 300)
+
+    def value_and_grad():
+        y = op(x)
         y.backward(grad)
         result = (y.numpy().copy(), x.grad.numpy().copy())
         x.grad = None
         return result
 
-    threaded = gelu_and_grad()
+    threaded = value_and_grad()
     monkeypatch.setattr(backend, "PARALLEL_MIN_SIZE", 1 << 40)
-    plain = gelu_and_grad()
+    plain = value_and_grad()
     np.testing.assert_array_equal(threaded[0], plain[0])
     np.testing.assert_array_equal(threaded[1], plain[1])
 

@@ -21,9 +21,9 @@ class Softmax(Function):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        y = xp_of(x).asarray(x - x.max(axis=dim, keepdims=True))  # an array even for 0-d x
-        xp_of(y).exp(y, out=y)
-        y /= y.sum(axis=dim, keepdims=True)
+        xp = xp_of(x)
+        y = xp.empty(x.shape, dtype=x.dtype)
+        _by_rows(dim, _softmax_into, xp.asarray(x), y)
         ctx.save_for_backward(y)
         return y
 
@@ -31,10 +31,35 @@ class Softmax(Function):
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
         if not is_grad_enabled():  # the same formula on arrays: fewer passes, no graph nodes
-            grad_x = grad.data - (grad.data * y.data).sum(axis=ctx.dim, keepdims=True)
-            grad_x *= y.data
+            grad_x = xp_of(y.data).empty(y.shape, dtype=y.dtype)
+            _by_rows(ctx.dim, _softmax_grad_into, grad.data, y.data, grad_x)
             return Tensor._make(grad_x), None
         return y * (grad - (grad * y).sum(dim=ctx.dim, keepdim=True)), None
+
+
+def _softmax_into(x, y, dim):
+    """y = softmax(x) along dim, written into y."""
+    xp = xp_of(x)
+    xp.subtract(x, x.max(axis=dim, keepdims=True), out=y)
+    xp.exp(y, out=y)
+    y /= y.sum(axis=dim, keepdims=True)
+
+
+def _softmax_grad_into(grad, y, grad_x, dim):
+    """grad_x = y * (g - sum(g * y)) along dim, written into grad_x."""
+    xp = xp_of(y)
+    xp.multiply(grad, y, out=grad_x)
+    xp.subtract(grad, grad_x.sum(axis=dim, keepdims=True), out=grad_x)
+    grad_x *= y
+
+
+def _by_rows(dim, compute, *arrays):
+    """``compute(*arrays, dim)``, on both cores when the reduced dim is not dim 0 (the halves
+    are split along dim 0, so each half holds whole rows)."""
+    if dim == 0 or arrays[0].ndim == 0:
+        compute(*arrays, dim)
+    else:
+        in_two_halves(lambda *halves: compute(*halves, dim), *arrays)
 
 
 class LogSoftmax(Function):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
 from minigrad.errors import ShapeError
+from minigrad.backend import in_two_halves
 from minigrad.ops._helpers import xp_of
 from minigrad.tensor import Tensor
 
@@ -23,18 +24,29 @@ class LayerNorm(Function):
     def forward(ctx, x, weight, bias, axes, eps):
         ctx.axes, ctx.eps = axes, eps
         xp = xp_of(x)
-        inv_n = 1.0 / _count(x.shape, axes)  # mean = sum / n (NumPy's mean is slower)
-        xhat = x - x.sum(axis=axes, keepdims=True) * inv_n  # x - mu
-        var = (xhat * xhat).sum(axis=axes, keepdims=True)
-        var *= inv_n
-        var += eps
-        rstd = xp.sqrt(var, out=var)
-        xp.reciprocal(rstd, out=rstd)
-        xhat *= rstd
+        x = xp.asarray(x)
+        xhat, y = xp.empty(x.shape, x.dtype), xp.empty(x.shape, x.dtype)
+        rstd = xp.empty(tuple(1 if i in axes else n for i, n in enumerate(x.shape)), x.dtype)
+
+        def normalize(x, xhat, rstd, y):  # rows are independent: any split of dim 0 works
+            inv_n = 1.0 / _count(x.shape, axes)  # mean = sum / n (NumPy's mean is slower)
+            xp.subtract(x, x.sum(axis=axes, keepdims=True) * inv_n, out=xhat)  # x - mu
+            xp.multiply(xhat, xhat, out=y)
+            xp.sum(y, axis=axes, keepdims=True, out=rstd)
+            rstd *= inv_n
+            rstd += eps
+            xp.sqrt(rstd, out=rstd)
+            xp.reciprocal(rstd, out=rstd)  # 1 / sqrt(sigma^2 + eps)
+            xhat *= rstd
+            if weight is not None:
+                xp.multiply(xhat, weight, out=y)
+            else:
+                y[...] = xhat
+            if bias is not None:
+                y += bias
+
+        _by_rows(axes, normalize, x, xhat, rstd, y)
         ctx.save_for_backward(x, weight, xhat, rstd)
-        y = xhat * weight if weight is not None else xhat.copy()
-        if bias is not None:
-            y += bias
         return y
 
     @staticmethod
@@ -60,6 +72,14 @@ class LayerNorm(Function):
         return grad_x, grad_w, grad_b, None, None
 
 
+def _by_rows(axes, compute, *arrays) -> None:
+    """``compute(*arrays)``, on both cores when dim 0 is a row dim (not normalized)."""
+    if 0 in axes:
+        compute(*arrays)
+    else:
+        in_two_halves(compute, *arrays)
+
+
 def _count(shape, axes) -> int:
     count = 1
     for axis in axes:
@@ -73,13 +93,22 @@ def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
     rows = tuple(range(grad.ndim - len(ctx.axes)))
     grad_w = (grad * xhat).sum(axis=rows) if ctx.needs_input_grad[1] else None
     grad_b = grad.sum(axis=rows) if ctx.needs_input_grad[2] else None
-    inv_n = 1.0 / _count(grad.shape, ctx.axes)
-    grad_x = grad * weight.data if weight is not None else grad.copy()  # dL/dxhat
-    mean_grad_xhat_xhat = (grad_x * xhat).sum(axis=ctx.axes, keepdims=True)
-    mean_grad_xhat_xhat *= inv_n
-    grad_x -= grad_x.sum(axis=ctx.axes, keepdims=True) * inv_n
-    grad_x -= xhat * mean_grad_xhat_xhat
-    grad_x *= rstd
+    xp = xp_of(grad)
+    grad_x = xp.empty(grad.shape, grad.dtype)
+
+    def input_grad(grad, xhat, rstd, grad_x):
+        inv_n = 1.0 / _count(grad.shape, ctx.axes)
+        if weight is not None:
+            xp.multiply(grad, weight.data, out=grad_x)  # dL/dxhat
+        else:
+            grad_x[...] = grad
+        mean_grad_xhat_xhat = (grad_x * xhat).sum(axis=ctx.axes, keepdims=True)
+        mean_grad_xhat_xhat *= inv_n
+        grad_x -= grad_x.sum(axis=ctx.axes, keepdims=True) * inv_n
+        grad_x -= xhat * mean_grad_xhat_xhat
+        grad_x *= rstd
+
+    _by_rows(ctx.axes, input_grad, grad, xhat, rstd, grad_x)
     wrap = Tensor._make
     return (
         wrap(grad_x),
