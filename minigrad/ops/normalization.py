@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
-from minigrad.errors import ShapeError
 from minigrad.backend import in_two_halves
+from minigrad.errors import ShapeError
 from minigrad.ops._helpers import xp_of
 from minigrad.tensor import Tensor
 
