@@ -54,6 +54,22 @@ def check_device(device) -> str:
     return name
 
 
+def device_and_dtype(args, kwargs) -> tuple:
+    """Read ``.to(...)``'s arguments, as PyTorch takes them: ``to("cuda")``,
+    ``to(mg.float64)``, ``to("cuda", mg.float64)`` or keywords. Returns (device, dtype), each
+    None when not given; the device is checked, the dtype a numpy dtype."""
+    device, dtype = kwargs.get("device"), kwargs.get("dtype")
+    for arg in args:
+        if isinstance(arg, str) and arg.split(":")[0] in DEVICES:
+            device = arg
+        else:
+            dtype = arg
+    return (
+        check_device(device) if device is not None else None,
+        np.dtype(dtype) if dtype is not None else None,
+    )
+
+
 def xp_for(device: str):
     """The array module (numpy or cupy) that serves ``device``."""
     return np if device == "cpu" else _import_cupy()

@@ -184,17 +184,12 @@ class Tensor:
 
     def to(self, *args, **kwargs) -> Tensor:
         """``t.to("cuda")``, ``t.to(mg.float64)`` or both; differentiable."""
-        device, dtype = kwargs.get("device"), kwargs.get("dtype")
-        for arg in args:
-            if isinstance(arg, str) and arg.split(":")[0] in backend.DEVICES:
-                device = arg
-            else:
-                dtype = arg
+        device, dtype = backend.device_and_dtype(args, kwargs)
         result = self
-        if dtype is not None and np.dtype(dtype) != self.dtype:
-            result = _ops.cast(result, np.dtype(dtype))
-        if device is not None and backend.check_device(device) != result.device:
-            result = _ops.to_device(result, backend.check_device(device))
+        if dtype is not None and dtype != self.dtype:
+            result = _ops.cast(result, dtype)
+        if device is not None and device != result.device:
+            result = _ops.to_device(result, device)
         return result
 
     def cpu(self) -> Tensor:

@@ -285,15 +285,7 @@ class Module:
         """Move every parameter and buffer to a device (``"cpu"``/``"cuda"``) and/or cast the
         floating ones to a dtype, in place: the Parameter objects stay the same, so an
         optimizer made earlier still holds them."""
-        device, dtype = kwargs.get("device"), kwargs.get("dtype")
-        for arg in args:
-            if isinstance(arg, str) and arg.split(":")[0] in backend.DEVICES:
-                device = arg
-            else:
-                dtype = arg
-        if device is not None:
-            device = backend.check_device(device)
-        dtype = np.dtype(dtype) if dtype is not None else None
+        device, dtype = backend.device_and_dtype(args, kwargs)
 
         def convert(array):
             if dtype is not None and array.dtype.kind == "f":
