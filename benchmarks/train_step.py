@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, ROOT)
 
 import minigrad as mg  # noqa: E402
 from minigrad import optim  # noqa: E402
@@ -116,9 +117,12 @@ def run(s: Setting, steps: int, warmup: int, device: str, torch) -> dict:
 
     twin = None
     if torch is not None:
-        from benchmarks.torch_gpt import twin_of
+        sys.path.insert(0, os.path.join(ROOT, "tests"))  # the tests' PyTorch twins
+        from torch_twins import TorchGPT, load_into_torch
 
-        twin = twin_of(model, config, device)
+        twin = TorchGPT(config)
+        load_into_torch(twin, model)  # t.numpy() copies from the GPU too
+        twin = twin.to(device)
         twin_opt = torch.optim.AdamW(twin.parameters(), lr=1e-3, weight_decay=0.01)
 
     def mg_step(x, y):

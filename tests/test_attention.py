@@ -2,14 +2,12 @@
 torch's scaled_dot_product_attention as an independent oracle for the mask convention
 (True = may attend).
 
-The twin has the same parameter names, so minigrad's state_dict loads into it with
-strict=True: that also checks the names. ``TorchAttention`` and the helpers here are reused by
-the block and GPT twins (test_transformer_twin.py, test_gpt.py).
+The twin (tests/torch_twins.py) has the same parameter names, so minigrad's state_dict loads
+into it with strict=True: that also checks the names. The helpers here are reused by the
+block and GPT twin tests (test_transformer_twin.py, test_gpt.py).
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pytest
@@ -19,46 +17,11 @@ from minigrad import nn
 
 torch = pytest.importorskip("torch")
 torch.set_num_threads(1)  # tiny tensors: threads only add waiting, on a busy machine a lot
-tnn = torch.nn
 TF = torch.nn.functional
 
+from torch_twins import TorchAttention, load_into_torch  # noqa: E402  (after the torch skip)
+
 ATOL = 1e-4
-
-
-class TorchAttention(tnn.Module):
-    """The equations of MultiHeadAttention, step by step, in PyTorch."""
-
-    def __init__(self, d_model: int, n_heads: int, causal: bool):
-        super().__init__()
-        self.n_heads, self.d_k, self.causal = n_heads, d_model // n_heads, causal
-        self.q_proj = tnn.Linear(d_model, d_model)
-        self.k_proj = tnn.Linear(d_model, d_model)
-        self.v_proj = tnn.Linear(d_model, d_model)
-        self.o_proj = tnn.Linear(d_model, d_model)
-
-    def forward(self, x, mask=None):
-        batch, length, d_model = x.shape
-
-        def heads(t):
-            return t.view(batch, length, self.n_heads, self.d_k).transpose(1, 2)
-
-        q, k, v = heads(self.q_proj(x)), heads(self.k_proj(x)), heads(self.v_proj(x))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
-        allowed = torch.ones(length, length, dtype=torch.bool)
-        if self.causal:
-            allowed = torch.tril(allowed)
-        if mask is not None:
-            allowed = allowed & mask
-        scores = scores.masked_fill(~allowed, float("-inf"))
-        self.attn_weights = torch.softmax(scores, dim=-1)
-        out = (self.attn_weights @ v).transpose(1, 2).reshape(batch, length, d_model)
-        return self.o_proj(out)
-
-
-def load_into_torch(twin, module: nn.Module) -> None:
-    """Copy minigrad's weights into the twin; strict=True checks that the names agree."""
-    state = {name: torch.from_numpy(t.numpy().copy()) for name, t in module.state_dict().items()}
-    twin.load_state_dict(state, strict=True)
 
 
 def assert_same_gradients(module: nn.Module, twin, atol: float = ATOL) -> float:

@@ -124,49 +124,13 @@ def test_state_dict_round_trip_gives_the_same_logits():
 # -- the PyTorch twin ------------------------------------------------------------------------
 
 
-def torch_gpt(torch, config: GPTConfig):
-    """GPT in plain PyTorch, with the same parameter names."""
-    from test_transformer_twin import TorchBlock
-
-    class TorchGPT(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            c = config
-            self.tok_emb = torch.nn.Embedding(c.vocab_size, c.d_model)
-            self.pos_emb = torch.nn.Embedding(c.block_size, c.d_model)
-            self.blocks = torch.nn.ModuleList(
-                TorchBlock(
-                    c.d_model, c.n_heads, c.d_ff, True, c.norm_first, c.residual, c.activation
-                )  # fmt: skip
-                for _ in range(c.n_layers)
-            )
-            self.ln_f = torch.nn.LayerNorm(c.d_model) if c.norm_first else None
-            self.head = torch.nn.Linear(c.d_model, c.vocab_size)
-
-        def forward(self, idx, targets=None):
-            positions = torch.arange(idx.shape[1])
-            x = self.tok_emb(idx) + self.pos_emb(positions)
-            for block in self.blocks:
-                x = block(x)
-            if self.ln_f is not None:
-                x = self.ln_f(x)
-            logits = self.head(x)
-            if targets is None:
-                return logits, None
-            flat = logits.reshape(-1, logits.shape[-1])
-            loss = torch.nn.functional.cross_entropy(flat, targets.reshape(-1), ignore_index=-100)
-            return logits, loss
-
-    return TorchGPT()
-
-
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post_ln", "pre_ln"])
 def test_gpt_matches_torch_twin_over_20_adamw_steps(norm_first):
     torch = pytest.importorskip("torch")
-    from test_attention import load_into_torch
+    from torch_twins import TorchGPT, load_into_torch
 
     model = make_gpt(seed=3, norm_first=norm_first)
-    twin = torch_gpt(torch, model.config)
+    twin = TorchGPT(model.config)
     load_into_torch(twin, model)
 
     idx = np.random.default_rng(9).integers(0, 11, size=(3, 8))

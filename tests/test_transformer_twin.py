@@ -1,6 +1,6 @@
 """TransformerBlock and FeedForward against a PyTorch twin written here in plain torch.nn code
-(not torch.nn.TransformerEncoderLayer). Forward outputs and every gradient must agree in
-float32. ``TorchBlock`` is reused by the GPT twin in test_gpt.py.
+(not torch.nn.TransformerEncoderLayer; see tests/torch_twins.py). Forward outputs and every
+gradient must agree in float32.
 """
 
 from __future__ import annotations
@@ -14,55 +14,14 @@ from minigrad import nn
 torch = pytest.importorskip("torch")
 from test_attention import (  # noqa: E402  (after the torch skip)
     ATOL,
-    TorchAttention,
     assert_same_gradients,
     load_into_torch,
     random_input,
     run_both,
 )
+from torch_twins import TorchBlock  # noqa: E402
 
-tnn = torch.nn
 TF = torch.nn.functional
-
-
-class TorchFeedForward(tnn.Module):
-    def __init__(self, d_model: int, d_ff: int, activation: str):
-        super().__init__()
-        self.fc1, self.fc2 = tnn.Linear(d_model, d_ff), tnn.Linear(d_ff, d_model)
-        self.activation = activation
-
-    def forward(self, x):
-        hidden = self.fc1(x)
-        if self.activation == "relu":
-            hidden = torch.relu(hidden)
-        else:
-            hidden = TF.gelu(
-                hidden, approximate="tanh" if self.activation == "gelu_tanh" else "none"
-            )
-        return self.fc2(hidden)
-
-
-class TorchBlock(tnn.Module):
-    def __init__(self, d_model, n_heads, d_ff=None, causal=True, norm_first=False,
-                 residual=True, activation="gelu"):  # fmt: skip
-        super().__init__()
-        self.norm_first, self.residual = norm_first, residual
-        self.attn = TorchAttention(d_model, n_heads, causal)
-        self.ln1 = tnn.LayerNorm(d_model)
-        self.ffn = TorchFeedForward(d_model, d_ff or 4 * d_model, activation)
-        self.ln2 = tnn.LayerNorm(d_model)
-
-    def forward(self, x, mask=None):
-        shortcut = self.residual
-        if self.norm_first:
-            out = self.attn(self.ln1(x), mask)
-            x = x + out if shortcut else out
-            out = self.ffn(self.ln2(x))
-            return x + out if shortcut else out
-        out = self.attn(x, mask)
-        x = self.ln1(x + out if shortcut else out)
-        out = self.ffn(x)
-        return self.ln2(x + out if shortcut else out)
 
 
 # -- TransformerBlock -------------------------------------------------------------------------
