@@ -7,6 +7,7 @@ in a fresh interpreter; the test reads what it printed and opens what it saved.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -26,6 +27,10 @@ def run_example(name: str, out: Path) -> str:
     completed = subprocess.run(
         [sys.executable, str(EXAMPLES / f"{name}.py"), "--quick", "--out", str(out)],
         cwd=ROOT,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        },
         capture_output=True,
         text=True,
         encoding="utf-8",

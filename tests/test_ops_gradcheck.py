@@ -202,7 +202,11 @@ CASES = [
         (2, 3, 2),
         np.array([[0, 2], [1, 1]]),
     ),
-    case("cross_entropy_single_row", lambda x: ops.cross_entropy(x, mg.tensor(2)), (4,)),
+    case(
+        "cross_entropy_single_row",
+        lambda x: ops.cross_entropy(x, mg.tensor(2, device=x.device)),
+        (4,),
+    ),
     case("mse_loss_mean", lambda a, b: ops.mse_loss(a, b), (2, 3), (2, 3)),
     case("mse_loss_sum", lambda a, b: ops.mse_loss(a, b, reduction="sum"), (2, 3), (2, 3)),
     case("mse_loss_none", lambda a, b: ops.mse_loss(a, b, reduction="none"), (2, 3), (2, 3)),

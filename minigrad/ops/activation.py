@@ -197,11 +197,15 @@ class GeluDerivative(Function):
 
 def softmax(x, dim: int = -1):
     dim = normalize_dim(dim, x.ndim, "softmax")
+    if x.ndim == 0:  # one value is its own row (CuPy, unlike NumPy, has no axis 0 on a 0-d array)
+        return Softmax.apply(x.reshape(1), 0).reshape(())
     return Softmax.apply(x, dim)
 
 
 def log_softmax(x, dim: int = -1):
     dim = normalize_dim(dim, x.ndim, "log_softmax")
+    if x.ndim == 0:
+        return LogSoftmax.apply(x.reshape(1), 0).reshape(())
     return LogSoftmax.apply(x, dim)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad.autograd.function import Function
-from minigrad.backend import index_add, is_numpy
+from minigrad.backend import index_add, is_numpy, to_numpy
 from minigrad.errors import OutOfRangeError, ShapeError
 from minigrad.ops._helpers import normalize_dim, shape_of, xp_of
 from minigrad.ops.shape import sum_to, unsqueeze
@@ -131,8 +131,31 @@ def _describe(index) -> str:
 def getitem(x, index):
     index = _raw_index(index)
     if not is_numpy(x.data):
+        _check_bounds_on_cpu(index, x.shape)
         index = _index_on_gpu(index, xp_of(x.data))
     return GetItem.apply(x, index)
+
+
+def _check_bounds_on_cpu(index, shape):
+    """CuPy wraps an out-of-range integer array index around where NumPy raises, and words its
+    errors differently: try the index on a NumPy stand-in of the same shape (one zero-stride
+    element, no copy of the data) so that a GPU tensor raises the same error as a CPU one."""
+    stand_in = np.broadcast_to(np.zeros((), dtype=np.int8), shape)
+    try:
+        stand_in[_index_on_cpu(index)]
+    except IndexError as error:
+        raise OutOfRangeError(
+            f"index out of range: {_describe(index)} on a tensor of shape {shape} ({error})"
+        ) from None
+
+
+def _index_on_cpu(index):
+    """GPU arrays inside an index as NumPy arrays."""
+    if isinstance(index, tuple):
+        return tuple(_index_on_cpu(item) for item in index)
+    if hasattr(index, "shape") and not is_numpy(index):
+        return to_numpy(index)
+    return index
 
 
 def _index_on_gpu(index, xp):
