@@ -111,9 +111,7 @@ def index_add(target, index, values) -> None:
     if is_numpy(target):
         np.add.at(target, index, values)
     else:
-        import cupyx
-
-        cupyx.scatter_add(target, index, values)
+        _import_cupy().add.at(target, index, values)
 
 
 def _erf_numpy(x: np.ndarray) -> np.ndarray:
@@ -251,3 +249,47 @@ def default_rng(device: str):
     from minigrad import rng
 
     return rng.generator(device)
+
+
+_adam_kernel = None
+
+
+def fused_adam_update(p, grad, m, v, c) -> None:
+    """``optim.adam.adam_update`` as one CuPy kernel (CUDA arrays only): the same arithmetic,
+    in the same order, one launch instead of a dozen. ``c`` holds its coefficients."""
+    global _adam_kernel
+    cupy = _import_cupy()
+    if _adam_kernel is None:
+        _adam_kernel = cupy.ElementwiseKernel(
+            "T g, float64 decay, float64 wd, bool decoupled, float64 one_minus_beta1, "
+            "float64 beta2, float64 one_minus_beta2, float64 bias_correction2_sqrt, "
+            "float64 eps, float64 step_size",
+            "T p, T m, T v",
+            """
+            T grad = g;
+            if (wd != 0) {
+                if (decoupled) p = p * (T)decay;        // p = p (1 - lr wd)
+                else grad = grad + (T)wd * p;           // g = g + wd p
+            }
+            m = m + (grad - m) * (T)one_minus_beta1;  // m = m + (1 - beta1) (g - m)
+            v = v * (T)beta2 + grad * grad * (T)one_minus_beta2;
+            T denom = sqrt(v) / (T)bias_correction2_sqrt + (T)eps;
+            p = p - m / denom * (T)step_size;
+            """,
+            "minigrad_adam_update",
+        )
+    _adam_kernel(
+        grad,
+        1 - c.lr * c.weight_decay,
+        c.weight_decay,
+        c.decoupled,
+        1 - c.beta1,
+        c.beta2,
+        1 - c.beta2,
+        c.bias_correction2_sqrt,
+        c.eps,
+        c.step_size,
+        p,
+        m,
+        v,
+    )

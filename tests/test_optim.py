@@ -189,3 +189,28 @@ def test_lambda_lr_matches_torch():
         assert scheduler.get_last_lr() == pytest.approx(twin.get_last_lr(), rel=1e-12)
         twin_optimizer.step()
         scheduler.step(), twin.step()
+
+
+@pytest.mark.parametrize("decoupled, weight_decay", [(True, 0.01), (False, 0.1), (False, 0.0)])
+def test_fused_cuda_adam_kernel_equals_the_plain_lines(decoupled, weight_decay):
+    """On the GPU, Adam(W) runs as one kernel; it computes what adam_update's lines compute."""
+    if not mg.cuda.is_available():
+        pytest.skip("no CUDA device (CuPy with an NVIDIA GPU is needed)")
+    from minigrad.backend import fused_adam_update
+    from minigrad.optim.adam import AdamCoefficients, adam_update
+
+    rng = np.random.default_rng(0)
+    p, g, m = (rng.standard_normal((37, 5)).astype(np.float32) for _ in range(3))
+    v = rng.random((37, 5)).astype(np.float32)
+    c = AdamCoefficients(
+        lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=weight_decay, decoupled=decoupled,
+        step_size=1e-2 / (1 - 0.9**3), bias_correction2_sqrt=(1 - 0.999**3) ** 0.5,
+    )  # fmt: skip
+    plain = [mg.tensor(a, device="cuda").data for a in (p, m, v)]
+    fused = [mg.tensor(a, device="cuda").data for a in (p, m, v)]
+    grad = mg.tensor(g, device="cuda").data
+    adam_update(plain[0], grad, plain[1], plain[2], c)
+    fused_adam_update(fused[0], grad, fused[1], fused[2], c)
+    for a, b in zip(plain, fused):
+        np.testing.assert_allclose(a.get(), b.get(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(grad.get(), g)  # the gradient is left as it was

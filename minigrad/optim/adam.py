@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import NamedTuple
 
-from minigrad.backend import array_module
+from minigrad.backend import array_module, fused_adam_update, is_numpy
 from minigrad.optim.optimizer import Optimizer
 from minigrad.tensor import Tensor
 
@@ -41,43 +42,68 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def update(self, param: Tensor, grad, state: dict, group: dict) -> None:
-        xp = array_module(param.data)
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-        weight_decay = group["weight_decay"]
         if not state:
+            xp = array_module(param.data)
             state["step"] = 0
             state["exp_avg"] = xp.zeros_like(param.data)
             state["exp_avg_sq"] = xp.zeros_like(param.data)
         state["step"] += 1
         step = state["step"]
+        coefficients = AdamCoefficients(
+            lr=lr,
+            beta1=beta1,
+            beta2=beta2,
+            eps=eps,
+            weight_decay=group["weight_decay"],
+            decoupled=self.decoupled_weight_decay,
+            step_size=lr / (1 - beta1**step),
+            bias_correction2_sqrt=math.sqrt(1 - beta2**step),
+        )
         m, v = state["exp_avg"], state["exp_avg_sq"]
+        if is_numpy(param.data):
+            adam_update(param.data, grad, m, v, coefficients)
+        else:  # the same lines as one CUDA kernel: one launch per parameter instead of a dozen
+            fused_adam_update(param.data, grad, m, v, coefficients)
 
-        if weight_decay != 0:
-            if self.decoupled_weight_decay:
-                param.data *= 1 - lr * weight_decay  # p = p (1 - lr wd)
-            else:
-                grad = grad + weight_decay * param.data  # g = g + wd p (a new array)
 
-        # m = m + (1 - beta1) (g - m)   (= beta1 m + (1 - beta1) g, as PyTorch's lerp)
-        delta = grad - m
-        delta *= 1 - beta1
-        m += delta
-        # v = beta2 v + (1 - beta2) g^2
-        v *= beta2
-        squared = grad * grad
-        squared *= 1 - beta2
-        v += squared
+class AdamCoefficients(NamedTuple):
+    lr: float
+    beta1: float
+    beta2: float
+    eps: float
+    weight_decay: float
+    decoupled: bool  # AdamW's decay of p, or Adam's L2 term in g
+    step_size: float  # lr / (1 - beta1^t)
+    bias_correction2_sqrt: float  # sqrt(1 - beta2^t)
 
-        bias_correction1 = 1 - beta1**step
-        bias_correction2_sqrt = math.sqrt(1 - beta2**step)
-        step_size = lr / bias_correction1
-        # p = p - step_size * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-        denom = xp.sqrt(v)
-        denom /= bias_correction2_sqrt
-        denom += eps
-        update = xp.divide(m, denom, out=denom)
-        update *= step_size
-        param.data -= update
+
+def adam_update(p, grad, m, v, c: AdamCoefficients) -> None:
+    """One Adam(W) step on arrays, in place: p, m and v are updated, grad is left as it is."""
+    xp = array_module(p)
+    if c.weight_decay != 0:
+        if c.decoupled:
+            p *= 1 - c.lr * c.weight_decay  # p = p (1 - lr wd)
+        else:
+            grad = grad + c.weight_decay * p  # g = g + wd p (a new array)
+
+    # m = m + (1 - beta1) (g - m)   (= beta1 m + (1 - beta1) g, as PyTorch's lerp)
+    delta = grad - m
+    delta *= 1 - c.beta1
+    m += delta
+    # v = beta2 v + (1 - beta2) g^2
+    v *= c.beta2
+    squared = grad * grad
+    squared *= 1 - c.beta2
+    v += squared
+
+    # p = p - step_size * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+    denom = xp.sqrt(v)
+    denom /= c.bias_correction2_sqrt
+    denom += c.eps
+    update = xp.divide(m, denom, out=denom)
+    update *= c.step_size
+    p -= update
 
 
 class AdamW(Adam):
