@@ -521,7 +521,7 @@ class Tensor:
         return Tensor._make(array.astype(np.int64) if array.dtype.kind in "iu" else array)
 
     def ones_like_detached(self) -> Tensor:
-        return Tensor._make(backend.array_module(self.data).ones_like(self.data))
+        return Tensor._make(backend.array_module(self.data).ones(self.shape, self.dtype))
 
     def zeros_like_detached(self) -> Tensor:
         return Tensor._make(backend.array_module(self.data).zeros_like(self.data))

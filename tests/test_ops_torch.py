@@ -384,6 +384,20 @@ def test_cross_entropy(data, device):
     )
 
 
+def test_cross_entropy_with_every_row_ignored_is_nan_with_zero_gradient(device):
+    """The mean over no rows is 0/0 = nan, as in PyTorch; the gradient is zero, not nan."""
+    logits = np.random.default_rng(0).standard_normal((3, 4))
+    target = np.full(3, -100)
+    ours = mg.tensor(logits, device=device, requires_grad=True)
+    loss = ops.cross_entropy(ours, mg.tensor(target, device=device))
+    loss.backward()
+    theirs = torch.tensor(logits, requires_grad=True)
+    expected = TF.cross_entropy(theirs, torch.from_numpy(target))
+    expected.backward()
+    assert np.isnan(loss.item()) and np.isnan(expected.item())
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+
+
 @given(data=st.data())
 def test_mse_loss(data, device):
     shape = data.draw(SHAPES)

@@ -7,6 +7,8 @@ mean squared error.
 
 from __future__ import annotations
 
+import math
+
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
 from minigrad.errors import OutOfRangeError, ShapeError
@@ -23,41 +25,54 @@ class CrossEntropy(Function):
     def forward(ctx, logits, target, ignore_index, reduction):
         xp = xp_of(logits)
         rows, classes = logits.shape
-        counted = target != ignore_index
-        ctx.count = int(counted.sum())  # rows that count (the mean divides by them)
-        every_row = ctx.count == rows
-        safe_target = target if every_row else xp.where(counted, target, 0)
-        if rows and (safe_target.min() < 0 or safe_target.max() >= classes):
-            bad = safe_target[(safe_target < 0) | (safe_target >= classes)][0]
+        lowest, highest = (int(target.min()), int(target.max())) if rows else (0, 0)
+        if lowest <= ignore_index <= highest:  # some rows may be ignored: find them
+            counted = target != ignore_index
+            ctx.count = int(counted.sum())  # rows that count (the mean divides by them)
+            safe_target = xp.where(counted, target, 0)
+            lowest, highest = int(safe_target.min()), int(safe_target.max())
+        else:  # no target equals ignore_index: every row counts (the common case)
+            counted, ctx.count, safe_target = None, rows, target
+        if lowest < 0 or highest >= classes:
+            bad = lowest if lowest < 0 else highest
             raise OutOfRangeError(
-                f"cross_entropy: target {int(bad)} is out of range for {classes} classes "
+                f"cross_entropy: target {bad} is out of range for {classes} classes "
                 f"(logits of shape {logits.shape})"
             )
-        shifted = logits - logits.max(axis=1, keepdims=True)
+        rowmajor = xp.ascontiguousarray(logits)  # so that flat position i * C + t is (i, t)
+        shifted = rowmajor - rowmajor.max(axis=1, keepdims=True)
         log_probs = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
-        losses = log_probs[xp.arange(rows), safe_target]  # log p of the target: -loss_i
-        if not every_row:
+        picked = xp.arange(rows) * classes  # flat positions of the targets: i * C + t_i
+        picked += safe_target
+        losses = log_probs.reshape(-1).take(picked)  # log p of the target: -loss_i
+        if counted is not None:
             losses *= counted
         ctx.reduction = reduction
-        ctx.save_for_backward(logits, log_probs, safe_target, None if every_row else counted)
+        ctx.save_for_backward(logits, log_probs, picked, counted)
         if reduction == "none":
             return xp.negative(losses, out=losses)
-        total = -losses.sum()
-        return total if reduction == "sum" else total / total.dtype.type(ctx.count)
+        # -sum, or -sum / count (nan when no row counts, as in PyTorch): one product with a
+        # Python float, which keeps the float32 dtype
+        if reduction == "sum":
+            return losses.sum() * -1.0
+        return losses.sum() * (-1.0 / ctx.count if ctx.count else math.nan)
 
     @staticmethod
     def backward(ctx, grad):
-        logits, log_probs, target, counted = ctx.saved_tensors
+        logits, log_probs, picked, counted = ctx.saved_tensors
         xp = xp_of(logits.data)
-        counted = xp.ones(logits.shape[0], dtype=bool) if counted is None else counted.data
+        counted = None if counted is None else counted.data  # None: every row counts
         if not is_grad_enabled():
-            return _backward_on_arrays(ctx, grad.data, log_probs.data, target.data, counted)
+            return _backward_on_arrays(ctx, grad.data, log_probs.data, picked.data, counted)
         probs = logits.softmax(dim=1)  # create_graph: softmax of the logits, differentiably
         onehot = xp.zeros(logits.shape, dtype=logits.dtype)
-        onehot[xp.arange(logits.shape[0]), target.data] = 1
-        row_weight = counted.astype(logits.dtype)
+        onehot.reshape(-1)[picked.data] = 1
+        if counted is None:
+            row_weight = xp.ones(logits.shape[0], dtype=logits.dtype)
+        else:
+            row_weight = counted.astype(logits.dtype)
         if ctx.reduction == "mean":
-            row_weight = row_weight / row_weight.dtype.type(ctx.count)
+            row_weight *= _mean_scale(ctx.count)
         row_weight = type(logits)._make(row_weight[:, None])
         if ctx.reduction == "none":
             row_weight = row_weight * grad.reshape(-1, 1)
@@ -66,23 +81,32 @@ class CrossEntropy(Function):
         return (probs - type(logits)._make(onehot)) * row_weight, None, None, None
 
 
-def _backward_on_arrays(ctx, grad, log_probs, target, counted):
+def _backward_on_arrays(ctx, grad, log_probs, picked, counted):
     """CrossEntropy.backward's formula on raw arrays, in place: the fast path outside
-    create_graph (the Tensor version above is its plain twin)."""
+    create_graph (the Tensor version above is its plain twin). ``counted`` is None when
+    every row counts."""
     xp = xp_of(log_probs)
     grad_x = xp.exp(log_probs)  # softmax(x)
-    grad_x[xp.arange(grad_x.shape[0]), target] -= 1  # softmax(x) - onehot(t)
-    if ctx.reduction != "none" and ctx.count == grad_x.shape[0]:  # every row counts
-        grad_x *= grad if ctx.reduction == "sum" else grad / grad.dtype.type(ctx.count)
+    grad_x.reshape(-1)[picked] -= 1  # softmax(x) - onehot(t)
+    if ctx.reduction != "none" and counted is None:
+        grad_x *= grad if ctx.reduction == "sum" else grad * _mean_scale(ctx.count)
         return Tensor._make(grad_x), None, None, None
+    if counted is None:
+        counted = xp.ones(grad_x.shape[0], dtype=bool)
     if ctx.reduction == "none":
         row_weight = counted * grad.reshape(-1)
     elif ctx.reduction == "sum":
         row_weight = counted * grad
     else:
-        row_weight = counted * (grad / grad.dtype.type(ctx.count))
+        row_weight = counted * (grad * _mean_scale(ctx.count))
     grad_x *= row_weight[:, None]
     return Tensor._make(grad_x), None, None, None
+
+
+def _mean_scale(count: int) -> float:
+    """d mean / d loss_i = 1 / count for a counted row; with no row counted the loss is nan
+    but its gradient is zero, as in PyTorch."""
+    return 1.0 / count if count else 0.0
 
 
 def cross_entropy(logits, target, ignore_index: int = -100, reduction: str = "mean"):

@@ -24,19 +24,19 @@ class LayerNorm(Function):
     def forward(ctx, x, weight, bias, axes, eps):
         ctx.axes, ctx.eps = axes, eps
         xp = xp_of(x)
-        x = xp.asarray(x)
         xhat, y = xp.empty(x.shape, x.dtype), xp.empty(x.shape, x.dtype)
         rstd = xp.empty(tuple(1 if i in axes else n for i, n in enumerate(x.shape)), x.dtype)
 
         def normalize(x, xhat, rstd, y):  # rows are independent: any split of dim 0 works
             inv_n = 1.0 / _count(x.shape, axes)  # mean = sum / n (NumPy's mean is slower)
-            xp.subtract(x, x.sum(axis=axes, keepdims=True) * inv_n, out=xhat)  # x - mu
+            mean = x.sum(axis=axes, keepdims=True)
+            mean *= inv_n
+            xp.subtract(x, mean, out=xhat)  # x - mu
             xp.multiply(xhat, xhat, out=y)
-            xp.sum(y, axis=axes, keepdims=True, out=rstd)
-            rstd *= inv_n
+            y.sum(axis=axes, keepdims=True, out=rstd)
+            rstd *= inv_n  # sigma^2
             rstd += eps
-            xp.sqrt(rstd, out=rstd)
-            xp.reciprocal(rstd, out=rstd)  # 1 / sqrt(sigma^2 + eps)
+            xp.power(rstd, -0.5, out=rstd)  # 1 / sqrt(sigma^2 + eps)
             xhat *= rstd
             if weight is not None:
                 xp.multiply(xhat, weight, out=y)
