@@ -109,9 +109,46 @@ def to_numpy(array) -> np.ndarray:
 def index_add(target, index, values) -> None:
     """target[index] += values, accumulating repeated indices (unlike plain ``+=``)."""
     if is_numpy(target):
-        np.add.at(target, index, values)
+        if _picks_rows(target, index, values):
+            _add_rows(target, index, values)
+        else:
+            np.add.at(target, index, values)
     else:
         _import_cupy().add.at(target, index, values)
+
+
+def _picks_rows(target, index, values) -> bool:
+    """True if ``index`` is one integer array picking rows of ``target`` (as an embedding's
+    gradient does), with one row of ``values`` per index."""
+    return (
+        isinstance(index, np.ndarray)
+        and index.dtype.kind in "iu"
+        and target.ndim >= 1
+        and values.shape == index.shape + target.shape[1:]
+    )
+
+
+def _add_rows(target, index, values) -> None:
+    """target[index] += values for integer row indices, repeated ones accumulating.
+
+    np.add.at does this one element at a time; here the rows are sorted by index (stable, so
+    each index's rows keep their order) and each run of equal indices is summed by one
+    ``np.add.reduceat``: the same sums, several times faster.
+    """
+    index = index.reshape(-1)
+    if index.size == 0:
+        return
+    values = values.reshape((index.size,) + target.shape[1:])
+    size = target.shape[0]
+    lowest, highest = index.min(), index.max()
+    if lowest < -size or highest >= size:
+        bad = lowest if lowest < -size else highest
+        raise IndexError(f"index {bad} is out of bounds for axis 0 with size {size}")
+    index = np.where(index < 0, index + size, index)  # -1 is the last row
+    order = np.argsort(index, kind="stable")
+    sorted_index = index[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_index[1:] != sorted_index[:-1])))
+    target[sorted_index[starts]] += np.add.reduceat(values[order], starts, axis=0)
 
 
 def _erf_numpy(x: np.ndarray) -> np.ndarray:

@@ -107,3 +107,27 @@ def test_in_two_halves_survives_fork():
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.mark.parametrize(
+    "rows, index_shape, row_shape",
+    [(5, (12,), (3,)), (64, (4, 16), (8,)), (7, (9,), ()), (3, (0,), (2,)), (6, (5, 4), (2, 3))],
+)
+def test_index_add_of_rows_equals_np_add_at(rows, index_shape, row_shape):
+    """The sorted reduceat that sums an embedding's gradient gives np.add.at's sums, repeated
+    and negative indices included, and leaves what was in the target."""
+    rng = np.random.default_rng(0)
+    index = rng.integers(-rows, rows, index_shape)
+    values = rng.standard_normal(index_shape + row_shape).astype(np.float32)
+    start = rng.standard_normal((rows,) + row_shape).astype(np.float32)
+    expected, ours = start.copy(), start.copy()
+    np.add.at(expected, index, values)
+    backend.index_add(ours, index, values)
+    np.testing.assert_allclose(ours, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_index_add_of_rows_out_of_range_raises():
+    with pytest.raises(IndexError):
+        backend.index_add(np.zeros((3, 2)), np.array([0, 3]), np.ones((2, 2)))
+    with pytest.raises(IndexError):
+        backend.index_add(np.zeros((3, 2)), np.array([0, -4]), np.ones((2, 2)))
