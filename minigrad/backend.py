@@ -288,34 +288,46 @@ def default_rng(device: str):
     return rng.generator(device)
 
 
-_adam_kernel = None
+# -- fused CUDA kernels ----------------------------------------------------------------------
+# On the GPU each array call is one kernel launch, about 10-20 us of Python and driver time
+# however small the array, so an op written as a dozen calls costs a dozen launches. The
+# kernels below do the arithmetic of such an op's NumPy lines in one launch. Each op keeps its
+# plain lines (which run on CuPy arrays too) and a test checks that both compute the same.
+
+_kernels: dict = {}
+
+
+def _elementwise_kernel(name: str, inputs: str, outputs: str, body: str):
+    """A CuPy ElementwiseKernel, compiled on first use and kept."""
+    kernel = _kernels.get(name)
+    if kernel is None:
+        cupy = _import_cupy()
+        kernel = _kernels[name] = cupy.ElementwiseKernel(inputs, outputs, body, "minigrad_" + name)
+    return kernel
 
 
 def fused_adam_update(p, grad, m, v, c) -> None:
-    """``optim.adam.adam_update`` as one CuPy kernel (CUDA arrays only): the same arithmetic,
-    in the same order, one launch instead of a dozen. ``c`` holds its coefficients."""
-    global _adam_kernel
-    cupy = _import_cupy()
-    if _adam_kernel is None:
-        _adam_kernel = cupy.ElementwiseKernel(
-            "T g, float64 decay, float64 wd, bool decoupled, float64 one_minus_beta1, "
-            "float64 beta2, float64 one_minus_beta2, float64 bias_correction2_sqrt, "
-            "float64 eps, float64 step_size",
-            "T p, T m, T v",
-            """
-            T grad = g;
-            if (wd != 0) {
-                if (decoupled) p = p * (T)decay;        // p = p (1 - lr wd)
-                else grad = grad + (T)wd * p;           // g = g + wd p
-            }
-            m = m + (grad - m) * (T)one_minus_beta1;  // m = m + (1 - beta1) (g - m)
-            v = v * (T)beta2 + grad * grad * (T)one_minus_beta2;
-            T denom = sqrt(v) / (T)bias_correction2_sqrt + (T)eps;
-            p = p - m / denom * (T)step_size;
-            """,
-            "minigrad_adam_update",
-        )
-    _adam_kernel(
+    """``optim.adam.adam_update`` as one kernel (CUDA arrays): p, m and v updated in place.
+    ``c`` holds the coefficients (``optim.adam.AdamCoefficients``)."""
+    kernel = _elementwise_kernel(
+        "adam_update",
+        "T g, float64 decay, float64 wd, bool decoupled, float64 one_minus_beta1, "
+        "float64 beta2, float64 one_minus_beta2, float64 bias_correction2_sqrt, "
+        "float64 eps, float64 step_size",
+        "T p, T m, T v",
+        """
+        T grad = g;
+        if (wd != 0) {
+            if (decoupled) p = p * (T)decay;        // p = p (1 - lr wd)
+            else grad = grad + (T)wd * p;           // g = g + wd p
+        }
+        m = m + (grad - m) * (T)one_minus_beta1;  // m = m + (1 - beta1) (g - m)
+        v = v * (T)beta2 + grad * grad * (T)one_minus_beta2;
+        T denom = sqrt(v) / (T)bias_correction2_sqrt + (T)eps;
+        p = p - m / denom * (T)step_size;
+        """,
+    )
+    kernel(
         grad,
         1 - c.lr * c.weight_decay,
         c.weight_decay,
@@ -330,3 +342,83 @@ def fused_adam_update(p, grad, m, v, c) -> None:
         m,
         v,
     )
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def fused_gelu(x, approximate: str):
+    """GELU of a CUDA array in one kernel: returns (y, kept), kept being what the NumPy lines
+    of ``ops.activation.Gelu`` keep for backward: s = sigmoid(2u) (tanh form) or Phi(x)."""
+    if approximate == "tanh":
+        kernel = _elementwise_kernel(
+            "gelu_tanh",
+            "T x",
+            "T y, T s",
+            f"""
+            T u = (T){_SQRT_2_OVER_PI!r} * x * ((T)1 + (T)0.044715 * x * x);
+            s = (T)1 / ((T)1 + exp((T)-2 * u));   // (1 + tanh u) / 2
+            y = x * s;
+            """,
+        )
+    else:
+        kernel = _elementwise_kernel(
+            "gelu_exact",
+            "T x",
+            "T y, T s",
+            f"""
+            s = (T)0.5 * ((T)1 + erf(x * (T){1 / math.sqrt(2.0)!r}));   // Phi(x)
+            y = x * s;
+            """,
+        )
+    return kernel(x)
+
+
+def fused_gelu_slope(x, kept, approximate: str):
+    """dGELU/dx of a CUDA array in one kernel, from x and what ``fused_gelu`` kept."""
+    if approximate == "tanh":
+        kernel = _elementwise_kernel(
+            "gelu_tanh_slope",
+            "T x, T s",
+            "T slope",
+            f"""
+            T du2 = (T){2 * _SQRT_2_OVER_PI!r} * ((T)1 + (T){3 * 0.044715!r} * x * x);  // 2u'
+            slope = s + x * s * ((T)1 - s) * du2;
+            """,
+        )
+    else:
+        kernel = _elementwise_kernel(
+            "gelu_exact_slope",
+            "T x, T cdf",
+            "T slope",
+            f"slope = cdf + x * exp((T)-0.5 * x * x) * (T){_INV_SQRT_2PI!r};",
+        )
+    return kernel(x, kept)
+
+
+def fused_layer_norm_output(x, mean, rstd, weight, bias):
+    """LayerNorm's elementwise part on CUDA arrays in one kernel: returns (xhat, y) with
+    xhat = (x - mean) * rstd and y = xhat * weight + bias (weight and bias broadcast)."""
+    kernel = _elementwise_kernel(
+        "layer_norm_output",
+        "T x, T mean, T rstd, T weight, T bias",
+        "T xhat, T y",
+        """
+        xhat = (x - mean) * rstd;
+        y = xhat * weight + bias;
+        """,
+    )
+    return kernel(x, mean, rstd, weight, bias)
+
+
+def fused_layer_norm_input_grad(grad_xhat, xhat, rstd, mean_grad_xhat, mean_grad_xhat_xhat):
+    """LayerNorm's input gradient on CUDA arrays in one kernel, from its row means:
+    rstd * (dL/dxhat - mean(dL/dxhat) - xhat * mean(dL/dxhat * xhat))."""
+    kernel = _elementwise_kernel(
+        "layer_norm_input_grad",
+        "T gx, T xhat, T rstd, T mean_gx, T mean_gx_xhat",
+        "T grad_x",
+        "grad_x = rstd * (gx - mean_gx - xhat * mean_gx_xhat);",
+    )
+    return kernel(grad_xhat, xhat, rstd, mean_grad_xhat, mean_grad_xhat_xhat)

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
-from minigrad.backend import in_two_halves
+from minigrad.backend import (
+    fused_layer_norm_input_grad,
+    fused_layer_norm_output,
+    in_two_halves,
+    is_numpy,
+)
 from minigrad.errors import ShapeError
 from minigrad.ops._helpers import xp_of
 from minigrad.tensor import Tensor
@@ -23,6 +28,8 @@ class LayerNorm(Function):
     @staticmethod
     def forward(ctx, x, weight, bias, axes, eps):
         ctx.axes, ctx.eps = axes, eps
+        if not is_numpy(x) and weight is not None and bias is not None:
+            return _forward_on_gpu(ctx, x, weight, bias, axes, eps)
         xp = xp_of(x)
         xhat, y = xp.empty(x.shape, x.dtype), xp.empty(x.shape, x.dtype)
         rstd = xp.empty(tuple(1 if i in axes else n for i, n in enumerate(x.shape)), x.dtype)
@@ -72,6 +79,18 @@ class LayerNorm(Function):
         return grad_x, grad_w, grad_b, None, None
 
 
+def _forward_on_gpu(ctx, x, weight, bias, axes, eps):
+    """LayerNorm.forward on CUDA arrays: the row statistics by reductions, the rest in one
+    kernel (the NumPy lines above compute the same; a test runs both on the GPU)."""
+    mean = x.mean(axis=axes, keepdims=True)
+    rstd = x.var(axis=axes, keepdims=True)
+    rstd += eps
+    rstd **= -0.5  # 1 / sqrt(sigma^2 + eps)
+    xhat, y = fused_layer_norm_output(x, mean, rstd, weight, bias)
+    ctx.save_for_backward(x, weight, xhat, rstd)
+    return y
+
+
 def _by_rows(axes, compute, *arrays) -> None:
     """``compute(*arrays)``, on both cores when dim 0 is a row dim (not normalized)."""
     if 0 in axes:
@@ -94,6 +113,16 @@ def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
     grad_w = (grad * xhat).sum(axis=rows) if ctx.needs_input_grad[1] else None
     grad_b = grad.sum(axis=rows) if ctx.needs_input_grad[2] else None
     xp = xp_of(grad)
+    if not is_numpy(grad) and weight is not None:  # on the GPU: one kernel for grad_x
+        grad_xhat = grad * weight.data
+        grad_x = fused_layer_norm_input_grad(
+            grad_xhat,
+            xhat,
+            rstd,
+            grad_xhat.mean(axis=ctx.axes, keepdims=True),
+            (grad_xhat * xhat).mean(axis=ctx.axes, keepdims=True),
+        )
+        return _wrap_grads(grad_x, grad_w, grad_b)
     grad_x = xp.empty(grad.shape, grad.dtype)
 
     def input_grad(grad, xhat, rstd, grad_x):
@@ -109,6 +138,10 @@ def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
         grad_x *= rstd
 
     _by_rows(ctx.axes, input_grad, grad, xhat, rstd, grad_x)
+    return _wrap_grads(grad_x, grad_w, grad_b)
+
+
+def _wrap_grads(grad_x, grad_w, grad_b) -> tuple:
     wrap = Tensor._make
     return (
         wrap(grad_x),
