@@ -397,6 +397,24 @@ def fused_gelu_slope(x, kept, approximate: str):
     return kernel(x, kept)
 
 
+def fused_centered_sum_of_squares(x, mean, axes):
+    """sum over ``axes`` of (x - mean)^2 for CUDA arrays, as one reduction kernel (keepdims):
+    LayerNorm's variance times n, without the (x - mean) and square temporaries."""
+    kernel = _kernels.get("centered_sum_of_squares")
+    if kernel is None:
+        cupy = _import_cupy()
+        kernel = _kernels["centered_sum_of_squares"] = cupy.ReductionKernel(
+            "T x, T mean",
+            "T y",
+            "(x - mean) * (x - mean)",
+            "a + b",
+            "y = a",
+            "0",
+            "minigrad_centered_sum_of_squares",
+        )
+    return kernel(x, mean, axis=axes, keepdims=True)
+
+
 def fused_layer_norm_output(x, mean, rstd, weight, bias):
     """LayerNorm's elementwise part on CUDA arrays in one kernel: returns (xhat, y) with
     xhat = (x - mean) * rstd and y = xhat * weight + bias (weight and bias broadcast)."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
 from minigrad.backend import (
@@ -175,7 +177,27 @@ class Gelu(Function):
     @staticmethod
     def backward(ctx, grad):
         x, kept = ctx.saved_tensors
+        if not is_grad_enabled():  # on arrays: g * dy/dx in one pass per half, no graph nodes
+            return Tensor._make(_gelu_grad(grad.data, x.data, kept.data, ctx.approximate)), None
         return grad * GeluDerivative.apply(x, ctx.approximate, kept.data), None
+
+
+def _gelu_grad(grad, x, kept, approximate: str):
+    """g * dGELU/dx on arrays: GeluDerivative's forward, multiplied by g in place."""
+    if not is_numpy(x):
+        slope = fused_gelu_slope(x, kept, approximate)
+        slope *= grad
+        return slope
+    slope_into = _gelu_tanh_slope if approximate == "tanh" else _gelu_exact_slope
+
+    def compute(x, kept, grad, out):
+        slope_into(x, kept, out)
+        out *= grad
+
+    rows = x.reshape(-1) if x.flags.c_contiguous else x.ravel()
+    out = np.empty_like(rows)
+    in_two_halves(compute, rows, kept.reshape(-1), grad.reshape(-1), out)
+    return out.reshape(x.shape)
 
 
 class GeluDerivative(Function):

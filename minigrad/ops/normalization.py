@@ -10,6 +10,7 @@ from __future__ import annotations
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
 from minigrad.backend import (
+    fused_centered_sum_of_squares,
     fused_layer_norm_input_grad,
     fused_layer_norm_output,
     in_two_halves,
@@ -82,8 +83,11 @@ class LayerNorm(Function):
 def _forward_on_gpu(ctx, x, weight, bias, axes, eps):
     """LayerNorm.forward on CUDA arrays: the row statistics by reductions, the rest in one
     kernel (the NumPy lines above compute the same; a test runs both on the GPU)."""
-    mean = x.mean(axis=axes, keepdims=True)
-    rstd = x.var(axis=axes, keepdims=True)
+    inv_n = 1.0 / _count(x.shape, axes)
+    mean = x.sum(axis=axes, keepdims=True)
+    mean *= inv_n
+    rstd = fused_centered_sum_of_squares(x, mean, axes)
+    rstd *= inv_n  # sigma^2
     rstd += eps
     rstd **= -0.5  # 1 / sqrt(sigma^2 + eps)
     xhat, y = fused_layer_norm_output(x, mean, rstd, weight, bias)
@@ -114,13 +118,14 @@ def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
     grad_b = grad.sum(axis=rows) if ctx.needs_input_grad[2] else None
     xp = xp_of(grad)
     if not is_numpy(grad) and weight is not None:  # on the GPU: one kernel for grad_x
+        inv_n = 1.0 / _count(grad.shape, ctx.axes)
         grad_xhat = grad * weight.data
+        mean_grad_xhat = grad_xhat.sum(axis=ctx.axes, keepdims=True)
+        mean_grad_xhat *= inv_n
+        mean_grad_xhat_xhat = (grad_xhat * xhat).sum(axis=ctx.axes, keepdims=True)
+        mean_grad_xhat_xhat *= inv_n
         grad_x = fused_layer_norm_input_grad(
-            grad_xhat,
-            xhat,
-            rstd,
-            grad_xhat.mean(axis=ctx.axes, keepdims=True),
-            (grad_xhat * xhat).mean(axis=ctx.axes, keepdims=True),
+            grad_xhat, xhat, rstd, mean_grad_xhat, mean_grad_xhat_xhat
         )
         return _wrap_grads(grad_x, grad_w, grad_b)
     grad_x = xp.empty(grad.shape, grad.dtype)
