@@ -131,3 +131,14 @@ def test_index_add_of_rows_out_of_range_raises():
         backend.index_add(np.zeros((3, 2)), np.array([0, 3]), np.ones((2, 2)))
     with pytest.raises(IndexError):
         backend.index_add(np.zeros((3, 2)), np.array([0, -4]), np.ones((2, 2)))
+
+
+@pytest.mark.parametrize("axes", [(2,), (1, 2)])
+def test_sum_of_products_is_the_sum_of_the_product(axes):
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((3, 5, 7)).astype(np.float32) for _ in range(2))
+    expected = (a * b).sum(axis=axes, keepdims=True)
+    np.testing.assert_allclose(backend.sum_of_products(a, b, axes), expected, rtol=1e-5)
+    out = np.empty(expected.shape, np.float32)
+    assert backend.sum_of_products(a, b, axes, out=out) is out
+    np.testing.assert_allclose(out, expected, rtol=1e-5)

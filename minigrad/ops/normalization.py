@@ -15,6 +15,7 @@ from minigrad.backend import (
     fused_layer_norm_output,
     in_two_halves,
     is_numpy,
+    sum_of_products,
 )
 from minigrad.errors import ShapeError
 from minigrad.ops._helpers import xp_of
@@ -40,8 +41,7 @@ class LayerNorm(Function):
             mean = x.sum(axis=axes, keepdims=True)
             mean *= inv_n
             xp.subtract(x, mean, out=xhat)  # x - mu
-            xp.multiply(xhat, xhat, out=y)
-            y.sum(axis=axes, keepdims=True, out=rstd)
+            sum_of_products(xhat, xhat, axes, out=rstd)
             rstd *= inv_n  # sigma^2
             rstd += eps
             xp.power(rstd, -0.5, out=rstd)  # 1 / sqrt(sigma^2 + eps)
@@ -136,7 +136,7 @@ def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
             xp.multiply(grad, weight.data, out=grad_x)  # dL/dxhat
         else:
             grad_x[...] = grad
-        mean_grad_xhat_xhat = (grad_x * xhat).sum(axis=ctx.axes, keepdims=True)
+        mean_grad_xhat_xhat = sum_of_products(grad_x, xhat, ctx.axes)
         mean_grad_xhat_xhat *= inv_n
         grad_x -= grad_x.sum(axis=ctx.axes, keepdims=True) * inv_n
         grad_x -= xhat * mean_grad_xhat_xhat
