@@ -40,15 +40,17 @@ class CrossEntropy(Function):
                 f"(logits of shape {logits.shape})"
             )
         rowmajor = xp.ascontiguousarray(logits)  # so that flat position i * C + t is (i, t)
-        shifted = rowmajor - rowmajor.max(axis=1, keepdims=True)
-        log_probs = shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))
+        shifted = rowmajor - rowmajor.max(axis=1, keepdims=True)  # x - m
         picked = xp.arange(rows) * classes  # flat positions of the targets: i * C + t_i
         picked += safe_target
-        losses = log_probs.reshape(-1).take(picked)  # log p of the target: -loss_i
+        target_shifted = shifted.reshape(-1).take(picked)  # x_i[t_i] - m_i
+        exps = xp.exp(shifted, out=shifted)  # e^(x - m), kept: softmax(x) = exps / row sums
+        sums = exps.sum(axis=1)
+        losses = target_shifted - xp.log(sums)  # log p of the target: -loss_i
         if counted is not None:
             losses *= counted
         ctx.reduction = reduction
-        ctx.save_for_backward(logits, log_probs, picked, counted)
+        ctx.save_for_backward(logits, exps, sums, picked, counted)
         if reduction == "none":
             return xp.negative(losses, out=losses)
         # -sum, or -sum / count (nan when no row counts, as in PyTorch): one product with a
@@ -59,11 +61,12 @@ class CrossEntropy(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        logits, log_probs, picked, counted = ctx.saved_tensors
+        logits, exps, sums, picked, counted = ctx.saved_tensors
         xp = xp_of(logits.data)
         counted = None if counted is None else counted.data  # None: every row counts
         if not is_grad_enabled():
-            return _backward_on_arrays(ctx, grad.data, log_probs.data, picked.data, counted)
+            probs = exps.data / sums.data[:, None]  # softmax(x)
+            return _backward_on_arrays(ctx, grad.data, probs, picked.data, counted)
         probs = logits.softmax(dim=1)  # create_graph: softmax of the logits, differentiably
         onehot = xp.zeros(logits.shape, dtype=logits.dtype)
         onehot.reshape(-1)[picked.data] = 1
@@ -81,12 +84,12 @@ class CrossEntropy(Function):
         return (probs - type(logits)._make(onehot)) * row_weight, None, None, None
 
 
-def _backward_on_arrays(ctx, grad, log_probs, picked, counted):
-    """CrossEntropy.backward's formula on raw arrays, in place: the fast path outside
-    create_graph (the Tensor version above is its plain twin). ``counted`` is None when
-    every row counts."""
-    xp = xp_of(log_probs)
-    grad_x = xp.exp(log_probs)  # softmax(x)
+def _backward_on_arrays(ctx, grad, probs, picked, counted):
+    """CrossEntropy.backward's formula on raw arrays, in place on ``probs`` (softmax(x), a
+    new array): the fast path outside create_graph (the Tensor version above is its plain
+    twin). ``counted`` is None when every row counts."""
+    xp = xp_of(probs)
+    grad_x = probs
     grad_x.reshape(-1)[picked] -= 1  # softmax(x) - onehot(t)
     if ctx.reduction != "none" and counted is None:
         grad_x *= grad if ctx.reduction == "sum" else grad * _mean_scale(ctx.count)
