@@ -162,7 +162,7 @@ class Gelu(Function):
     @staticmethod
     def forward(ctx, x, approximate):
         ctx.approximate = approximate
-        if not is_numpy(x):  # on the GPU, the lines below as one kernel (same values, tested)
+        if not is_numpy(x):  # on the GPU: the lines below as one kernel (tested as they are)
             y, kept = fused_gelu(x, approximate)
             ctx.save_for_backward(x, kept)
             return y

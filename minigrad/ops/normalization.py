@@ -82,7 +82,8 @@ class LayerNorm(Function):
 
 def _forward_on_gpu(ctx, x, weight, bias, axes, eps):
     """LayerNorm.forward on CUDA arrays: the row statistics by reductions, the rest in one
-    kernel (the NumPy lines above compute the same; a test runs both on the GPU)."""
+    kernel. The lines above compute the same; on the GPU, tests compare this path with the
+    Tensor twin (tests/test_fused_twins.py) and with PyTorch."""
     inv_n = 1.0 / _count(x.shape, axes)
     mean = x.sum(axis=axes, keepdims=True)
     mean *= inv_n
