@@ -356,8 +356,10 @@ def fused_adam_update(p, grad, m, v, c) -> None:
     )
 
 
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+# GELU's constants, for these kernels and for ops.activation's NumPy lines
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+GELU_TANH_C = 0.044715  # u = sqrt(2/pi) (x + 0.044715 x^3) in the tanh form
 
 
 def fused_gelu(x, approximate: str):
@@ -369,7 +371,7 @@ def fused_gelu(x, approximate: str):
             "T x",
             "T y, T s",
             f"""
-            T u = (T){_SQRT_2_OVER_PI!r} * x * ((T)1 + (T)0.044715 * x * x);
+            T u = (T){SQRT_2_OVER_PI!r} * x * ((T)1 + (T){GELU_TANH_C!r} * x * x);
             s = (T)1 / ((T)1 + exp((T)-2 * u));   // (1 + tanh u) / 2
             y = x * s;
             """,
@@ -395,7 +397,7 @@ def fused_gelu_slope(x, kept, approximate: str):
             "T x, T s",
             "T slope",
             f"""
-            T du2 = (T){2 * _SQRT_2_OVER_PI!r} * ((T)1 + (T){3 * 0.044715!r} * x * x);  // 2u'
+            T du2 = (T){2 * SQRT_2_OVER_PI!r} * ((T)1 + (T){3 * GELU_TANH_C!r} * x * x);  // 2u'
             slope = s + x * s * ((T)1 - s) * du2;
             """,
         )
@@ -404,7 +406,7 @@ def fused_gelu_slope(x, kept, approximate: str):
             "gelu_exact_slope",
             "T x, T cdf",
             "T slope",
-            f"slope = cdf + x * exp((T)-0.5 * x * x) * (T){_INV_SQRT_2PI!r};",
+            f"slope = cdf + x * exp((T)-0.5 * x * x) * (T){INV_SQRT_2PI!r};",
         )
     return kernel(x, kept)
 

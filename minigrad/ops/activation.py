@@ -6,13 +6,14 @@ several passes over memory and several graph nodes; these take one.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
 from minigrad.backend import (
+    GELU_TANH_C,
+    INV_SQRT_2PI,
+    SQRT_2_OVER_PI,
     fused_gelu,
     fused_gelu_slope,
     ignore_overflow,
@@ -91,11 +92,6 @@ class LogSoftmax(Function):
             grad_x *= grad.data.sum(axis=ctx.dim, keepdims=True)
             return Tensor._make(grad.data - grad_x), None
         return grad - y.exp() * grad.sum(dim=ctx.dim, keepdim=True), None
-
-
-SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-GELU_TANH_C = 0.044715
 
 
 def sigmoid_of_negated(z):

@@ -38,9 +38,7 @@ class GetItem(Function):
         try:
             return x[index]
         except IndexError as error:
-            raise OutOfRangeError(
-                f"index out of range: {_describe(index)} on a tensor of shape {x.shape} ({error})"
-            ) from None
+            raise _out_of_range(index, x.shape, error) from None
 
     @staticmethod
     def backward(ctx, grad):
@@ -114,6 +112,12 @@ def _result_dtype(a, b):
     return np.float32
 
 
+def _out_of_range(index, shape, error) -> OutOfRangeError:
+    return OutOfRangeError(
+        f"index out of range: {_describe(index)} on a tensor of shape {shape} ({error})"
+    )
+
+
 def _describe(index) -> str:
     items = index if isinstance(index, tuple) else (index,)
     parts = []
@@ -144,9 +148,7 @@ def _check_bounds_on_cpu(index, shape):
     try:
         stand_in[_index_on_cpu(index)]
     except IndexError as error:
-        raise OutOfRangeError(
-            f"index out of range: {_describe(index)} on a tensor of shape {shape} ({error})"
-        ) from None
+        raise _out_of_range(index, shape, error) from None
 
 
 def _index_on_cpu(index):
