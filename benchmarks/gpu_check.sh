@@ -12,7 +12,7 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 nvidia-smi -L
 python3 -c "import cupy, numpy, minigrad as mg; print('cupy', cupy.__version__, 'numpy', numpy.__version__, 'cuda available', mg.cuda.is_available())"
 workers=$(( $(nproc) > 8 ? 8 : $(nproc) ))
-timeout "${TEST_TIMEOUT:-300}" python3 -m pytest tests -k cuda -n "$workers" -q -rf --tb=short \
+timeout "${TEST_TIMEOUT:-300}" python3 -m pytest tests -k cuda -n "$workers" -rf --tb=short \
     -p no:cacheprovider 2>&1 | tee "$OUT/tests_cuda.log" | tail -n 80
 timeout "${BENCH_TIMEOUT:-240}" python3 benchmarks/train_step.py --device cuda 2>&1 \
     | tee "$OUT/train_step_cuda.log"
