@@ -308,18 +308,23 @@ def default_rng(device: str):
 # On the GPU each array call is one kernel launch, about 10-20 us of Python and driver time
 # however small the array, so an op written as a dozen calls costs a dozen launches. The
 # kernels below do the arithmetic of such an op's NumPy lines in one launch. Each op keeps its
-# plain lines (which run on CuPy arrays too) and a test checks that both compute the same.
+# plain lines (which run on CuPy arrays too); the GPU cases of the op's tests check the kernel
+# against PyTorch and the composite twins, and the AdamW kernel against its lines directly.
 
 _kernels: dict = {}
 
 
-def _elementwise_kernel(name: str, inputs: str, outputs: str, body: str):
-    """A CuPy ElementwiseKernel, compiled on first use and kept."""
+def _cached_kernel(name: str, kind: str, *definition):
+    """A CuPy ElementwiseKernel or ReductionKernel (``kind``), compiled on first use and kept."""
     kernel = _kernels.get(name)
     if kernel is None:
-        cupy = _import_cupy()
-        kernel = _kernels[name] = cupy.ElementwiseKernel(inputs, outputs, body, "minigrad_" + name)
+        kernel = getattr(_import_cupy(), kind)(*definition, "minigrad_" + name)
+        _kernels[name] = kernel
     return kernel
+
+
+def _elementwise_kernel(name: str, inputs: str, outputs: str, body: str):
+    return _cached_kernel(name, "ElementwiseKernel", inputs, outputs, body)
 
 
 def fused_adam_update(p, grad, m, v, c) -> None:
@@ -418,18 +423,16 @@ def fused_gelu_slope(x, kept, approximate: str):
 def fused_centered_sum_of_squares(x, mean, axes):
     """sum over ``axes`` of (x - mean)^2 for CUDA arrays, as one reduction kernel (keepdims):
     LayerNorm's variance times n, without the (x - mean) and square temporaries."""
-    kernel = _kernels.get("centered_sum_of_squares")
-    if kernel is None:
-        cupy = _import_cupy()
-        kernel = _kernels["centered_sum_of_squares"] = cupy.ReductionKernel(
-            "T x, T mean",
-            "T y",
-            "(x - mean) * (x - mean)",
-            "a + b",
-            "y = a",
-            "0",
-            "minigrad_centered_sum_of_squares",
-        )
+    kernel = _cached_kernel(
+        "centered_sum_of_squares",
+        "ReductionKernel",
+        "T x, T mean",  # inputs
+        "T y",  # output
+        "(x - mean) * (x - mean)",  # each value's term
+        "a + b",  # how terms combine
+        "y = a",  # what the output gets
+        "0",  # the sum's start
+    )
     return kernel(x, mean, axis=axes, keepdims=True)
 
 
