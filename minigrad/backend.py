@@ -117,11 +117,22 @@ def index_add(target, index, values) -> None:
         _import_cupy().add.at(target, index, values)
 
 
+_HAS_VECDOT = hasattr(np, "vecdot")  # NumPy >= 2
+
+
+def reduce_sum(a, axis, keepdims: bool = False):
+    """a.sum(axis=axis, keepdims=keepdims), in one call on NumPy arrays (``ndarray.sum`` goes
+    through two Python-level wrappers first: a microsecond, which small ops notice)."""
+    if type(a) is np.ndarray:
+        return np.add.reduce(a, axis=axis, keepdims=keepdims)
+    return a.sum(axis=axis, keepdims=keepdims)
+
+
 def sum_of_products(a, b, axes: tuple, out=None):
     """sum over ``axes`` of a * b, keeping those dims: a dot product per row. One pass with
     NumPy's vecdot where it applies (NumPy >= 2, the last axis), instead of a product array
     and a sum over it (2.4x faster on 2048 rows of 128); ``out`` (optional) receives it."""
-    if is_numpy(a) and hasattr(np, "vecdot") and axes == (a.ndim - 1,):
+    if _HAS_VECDOT and type(a) is np.ndarray and axes == (a.ndim - 1,):
         if out is None:
             return np.vecdot(a, b)[..., None]
         np.vecdot(a, b, out=out[..., 0])

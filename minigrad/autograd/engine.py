@@ -15,7 +15,7 @@ contributions (the multivariate chain rule).
 from __future__ import annotations
 
 from minigrad.autograd.function import _check_finite
-from minigrad.autograd.grad_mode import modes, set_grad_enabled
+from minigrad.autograd.grad_mode import modes
 
 
 def topological_order(root_node) -> list:
@@ -86,7 +86,9 @@ def backward(output, gradient=None, retain_graph=False, create_graph=False) -> N
     retain_graph = retain_graph or create_graph
     seed = _seed_gradient(output, gradient)
 
-    with set_grad_enabled(create_graph):
+    grad_was_enabled = modes.grad_enabled  # as ``with set_grad_enabled(create_graph)``
+    modes.grad_enabled = create_graph
+    try:
         if output.grad_fn is None:  # backward on a leaf: its gradient is the seed itself
             _finish_leaf(output, seed)
             return
@@ -102,18 +104,16 @@ def backward(output, gradient=None, retain_graph=False, create_graph=False) -> N
                 node.free_saved()
         for leaf, grad in leaf_grads.values():
             _finish_leaf(leaf, grad)
+    finally:
+        modes.grad_enabled = grad_was_enabled
 
 
 def _finish_leaf(leaf, grad) -> None:
     if leaf._hooks:
         grad = _run_hooks(leaf, grad)
-    if not create_graph_active() and grad.grad_fn is not None:
+    if not modes.grad_enabled and grad.grad_fn is not None:
         grad = grad.detach()
     leaf.grad = _accumulate(leaf.grad, grad)
-
-
-def create_graph_active() -> bool:
-    return modes.grad_enabled
 
 
 def _backward_reporting_as_node(node, grads):
@@ -165,26 +165,30 @@ def _backward_node(node, output_grads, pending, leaf_grads) -> None:
     if modes.anomaly:
         arrays = [getattr(g, "data", None) for g in input_grads]
         _check_finite(node.name, "backward", arrays, node.inputs)
-    if modes.record_edge_grads:
+    record_norms = modes.record_edge_grads
+    if record_norms:
         node.edge_grad_norms = [None] * len(node.inputs)
 
-    for position, (arg, grad) in enumerate(zip(node.inputs, input_grads)):
-        if grad is None or not node.needs_input_grad[position]:
+    for position, needed in enumerate(node.needs_input_grad):
+        grad = input_grads[position]
+        if grad is None or not needed:
             continue
-        if grad.data.shape != arg.data.shape:
+        arg = node.inputs[position]
+        array, arg_array = grad.data, arg.data
+        if array.shape != arg_array.shape:
             raise RuntimeError(
                 f"{node.name}.backward returned a gradient of shape {grad.shape} for input "
                 f"{position} of shape {arg.shape}"
             )
-        if grad.data.dtype != arg.data.dtype:  # float32 * float64 -> float64; x keeps float32
+        if array.dtype != arg_array.dtype:  # float32 * float64 -> float64; x keeps float32
             grad = grad.to(arg.dtype)
-        if modes.record_edge_grads:
+        if record_norms:
             node.edge_grad_norms[position] = grad.norm_value()
         parent = arg.grad_fn
         if parent is None:
             key = id(arg)
-            previous = leaf_grads.get(key, (arg, None))[1]
-            leaf_grads[key] = (arg, _accumulate(previous, grad))
+            previous = leaf_grads.get(key)
+            leaf_grads[key] = (arg, grad if previous is None else _accumulate(previous[1], grad))
         else:
             slot = pending.setdefault(parent, {})
             slot[arg._output_index] = _accumulate(slot.get(arg._output_index), grad)

@@ -85,12 +85,24 @@ class Context:
     @property
     def saved_tensors(self) -> tuple:
         if self._freed:
-            raise RuntimeError(
-                f"{self.name}: trying to backward through the graph a second time, but the "
-                "arrays it saved were freed after the first backward. Pass "
-                "retain_graph=True to the first backward() if you need to call it again."
-            )
-        return tuple(self._as_tensor(value) for value in self._saved)
+            self._raise_freed()
+        as_tensor = self._as_tensor
+        return tuple([as_tensor(value) for value in self._saved])
+
+    @property
+    def saved_arrays(self) -> tuple:
+        """What forward saved, as raw arrays (a saved Tensor gives its ``.data``): for the
+        backward formulas that work on arrays, outside create_graph."""
+        if self._freed:
+            self._raise_freed()
+        return tuple([_raw(value) for value in self._saved])
+
+    def _raise_freed(self):
+        raise RuntimeError(
+            f"{self.name}: trying to backward through the graph a second time, but the "
+            "arrays it saved were freed after the first backward. Pass "
+            "retain_graph=True to the first backward() if you need to call it again."
+        )
 
     def _as_tensor(self, value):
         if type(value) is np.ndarray:  # the common case: an intermediate array
@@ -106,19 +118,14 @@ class Context:
 
     def _link_saved(self, arrays, output_arrays) -> None:
         """Replace saved arrays that are inputs or outputs by the Tensors that hold them."""
-        linked = []
-        for value in self._saved:
-            for arg, array in zip(self.inputs, arrays):
-                if array is value and isinstance(arg, Tensor):
-                    value = arg
-                    break
-            else:
-                for index, out in enumerate(output_arrays):
-                    if out is value:
-                        value = _SavedOutput(index, out)
-                        break
-            linked.append(value)
-        self._saved = tuple(linked)
+        holders = {}  # id of an input or output array -> what to save instead
+        for arg, array in zip(self.inputs, arrays):
+            if arg is not array:  # a Tensor input (other arguments are passed as they are)
+                holders.setdefault(id(array), arg)
+        for index, out in enumerate(output_arrays):
+            holders.setdefault(id(out), _SavedOutput(index, out))
+        # every saved array is still alive (self._saved holds it), so its id is unique
+        self._saved = tuple([holders.get(id(value), value) for value in self._saved])
 
     def free_saved(self) -> None:
         """Drop what forward saved (backward calls this unless retain_graph=True)."""
@@ -129,11 +136,18 @@ class Context:
     def count_saved_bytes(self) -> int:
         if self._freed:
             return self.saved_bytes
-        total = 0
-        for value in self._saved:
-            array = value.data if isinstance(value, Tensor) else getattr(value, "array", value)
-            total += getattr(array, "nbytes", 0)
-        return total
+        return sum([getattr(_raw(value), "nbytes", 0) for value in self._saved])
+
+
+def _raw(value):
+    """A saved value as forward saved it: the array of a Tensor or of a _SavedOutput."""
+    if type(value) is np.ndarray:
+        return value
+    if isinstance(value, Tensor):
+        return value.data
+    if isinstance(value, _SavedOutput):
+        return value.array
+    return value
 
 
 def _shapes(args) -> str:
@@ -160,20 +174,21 @@ class Function:
         axis) and every keyword option is passed to forward as it is and gets no gradient.
         """
         raw = []
-        requires_grad = False
+        needs_grad = []  # per argument: a Tensor that requires grad
         array_type = None
         for arg in args:
             if isinstance(arg, Tensor):
                 data = arg.data
                 if array_type is None:
-                    array_type = type(data)
+                    array_type, first_array = type(data), data
                 elif type(data) is not array_type:
                     _check_same_device(cls, args)
                 raw.append(data)
-                if arg._requires_grad:
-                    requires_grad = True
+                needs_grad.append(arg._requires_grad)
             else:
                 raw.append(arg)
+                needs_grad.append(False)
+        requires_grad = True in needs_grad
 
         ctx = Context()
         try:
@@ -184,47 +199,52 @@ class Function:
             raise _op_error(cls, args, error) from None
 
         if type(output) is tuple:
-            return _wrap_outputs(cls, ctx, args, raw, output, requires_grad)
+            return _wrap_outputs(cls, ctx, args, raw, output, needs_grad)
         if isinstance(output, _SCALARS):
-            # the first array argument (raw[0] may be a Python number: 2.0 * x)
-            like = next((a for a in raw if hasattr(a, "shape")), None)
+            # an array argument, for its module (raw[0] may be a Python number: 2.0 * x)
+            like = (
+                first_array
+                if array_type is not None
+                else next((a for a in raw if hasattr(a, "shape")), None)
+            )
             scalar, output = output, _as_array(output, like)
-            # a saved scalar output (sqrt of a 0-d array) must still link to the output Tensor
-            ctx._saved = tuple(output if value is scalar else value for value in ctx._saved)
+            if ctx._saved:  # a saved scalar output (sqrt of a 0-d array) must still link to
+                # the output Tensor
+                ctx._saved = tuple([output if v is scalar else v for v in ctx._saved])
         if modes.anomaly:
             _check_finite(cls.__name__, "forward", (output,), args)
         if not (requires_grad and modes.grad_enabled):
             return Tensor._make(output)
 
         out = Tensor._make(output, True, ctx, 0)
-        _record(ctx, cls, args, raw, (output,), (out,))
+        _record(ctx, cls, args, raw, needs_grad, (output,), (out,))
         return out
 
 
 _SCALARS = (np.generic, int, float, bool)
 
 
-def _wrap_outputs(cls, ctx, args, raw, output, requires_grad):
+def _wrap_outputs(cls, ctx, args, raw, output, needs_grad):
     """apply() for an op whose forward returns several arrays (a tuple)."""
     like = next((a for a in raw if hasattr(a, "shape")), None)
     arrays = tuple(_as_array(out, like) for out in output)
     if modes.anomaly:
         _check_finite(cls.__name__, "forward", arrays, args)
-    if not (requires_grad and modes.grad_enabled):
+    if not (True in needs_grad and modes.grad_enabled):
         return tuple(Tensor._make(a) for a in arrays)
     outs = tuple(Tensor._make(a, True, ctx, i) for i, a in enumerate(arrays))
     # for zeros in place of the gradient of an output that was dropped unused
     ctx.output_specs = tuple((a.shape, a.dtype, array_module(a)) for a in arrays)
-    _record(ctx, cls, args, raw, arrays, outs)
+    _record(ctx, cls, args, raw, needs_grad, arrays, outs)
     return outs
 
 
-def _record(ctx, cls, args, raw, arrays, outs) -> None:
+def _record(ctx, cls, args, raw, needs_grad, arrays, outs) -> None:
     """Make ``ctx`` the graph node of this call: the op, its inputs, its outputs."""
     ctx.function = cls
     ctx.inputs = args
-    ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-    ctx.outputs = tuple(weakref.ref(out) for out in outs)
+    ctx.needs_input_grad = tuple(needs_grad)
+    ctx.outputs = tuple([weakref.ref(out) for out in outs])
     ctx.seq = _NodeCounter.next
     _NodeCounter.next += 1
     if ctx._saved:

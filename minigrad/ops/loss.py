@@ -61,12 +61,13 @@ class CrossEntropy(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        if not is_grad_enabled():
+            _, exps, sums, picked, counted = ctx.saved_arrays
+            probs = exps / sums[:, None]  # softmax(x)
+            return _backward_on_arrays(ctx, grad.data, probs, picked, counted)
         logits, exps, sums, picked, counted = ctx.saved_tensors
         xp = xp_of(logits.data)
         counted = None if counted is None else counted.data  # None: every row counts
-        if not is_grad_enabled():
-            probs = exps.data / sums.data[:, None]  # softmax(x)
-            return _backward_on_arrays(ctx, grad.data, probs, picked.data, counted)
         probs = logits.softmax(dim=1)  # create_graph: softmax of the logits, differentiably
         onehot = xp.zeros(logits.shape, dtype=logits.dtype)
         onehot.reshape(-1)[picked.data] = 1

@@ -7,14 +7,17 @@ over the last dims (``normalized_shape``), mu and sigma^2 the mean and (biased) 
 
 from __future__ import annotations
 
+import numpy as np
+
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
 from minigrad.backend import (
+    PARALLEL_MIN_SIZE,
     fused_centered_sum_of_squares,
     fused_layer_norm_input_grad,
     fused_layer_norm_output,
     in_two_halves,
-    is_numpy,
+    reduce_sum,
     sum_of_products,
 )
 from minigrad.errors import ShapeError
@@ -30,15 +33,15 @@ class LayerNorm(Function):
     @staticmethod
     def forward(ctx, x, weight, bias, axes, eps):
         ctx.axes, ctx.eps = axes, eps
-        if not is_numpy(x) and weight is not None and bias is not None:
-            return _forward_on_gpu(ctx, x, weight, bias, axes, eps)
+        ctx.inv_n = inv_n = 1.0 / _count(x.shape, axes)  # mean = sum * inv_n
         xp = xp_of(x)
+        if xp is not np and weight is not None and bias is not None:
+            return _forward_on_gpu(ctx, x, weight, bias, axes, eps)
         xhat, y = xp.empty(x.shape, x.dtype), xp.empty(x.shape, x.dtype)
-        rstd = xp.empty(tuple(1 if i in axes else n for i, n in enumerate(x.shape)), x.dtype)
+        rstd = xp.empty(x.shape[: x.ndim - len(axes)] + (1,) * len(axes), x.dtype)
 
         def normalize(x, xhat, rstd, y):  # rows are independent: any split of dim 0 works
-            inv_n = 1.0 / _count(x.shape, axes)  # mean = sum / n (NumPy's mean is slower)
-            mean = x.sum(axis=axes, keepdims=True)
+            mean = reduce_sum(x, axes, keepdims=True)  # (NumPy's mean is slower)
             mean *= inv_n
             xp.subtract(x, mean, out=xhat)  # x - mu
             sum_of_products(xhat, xhat, axes, out=rstd)
@@ -59,10 +62,11 @@ class LayerNorm(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        if not is_grad_enabled():
+            _, weight, xhat, rstd = ctx.saved_arrays
+            return _backward_on_arrays(ctx, grad.data, weight, xhat, rstd)
         x, weight, xhat, rstd = ctx.saved_tensors
         axes = ctx.axes
-        if not is_grad_enabled():
-            return _backward_on_arrays(ctx, grad.data, weight, xhat.data, rstd.data)
         # create_graph: rebuild xhat and rstd from x, differentiably, so that second
         # derivatives see how they depend on x
         centered = x - x.mean(dim=axes, keepdim=True)
@@ -84,7 +88,7 @@ def _forward_on_gpu(ctx, x, weight, bias, axes, eps):
     """LayerNorm.forward on CUDA arrays: the row statistics by reductions, the rest in one
     kernel. The lines above compute the same; on the GPU, tests compare this path with the
     Tensor twin (tests/test_fused_twins.py) and with PyTorch."""
-    inv_n = 1.0 / _count(x.shape, axes)
+    inv_n = ctx.inv_n
     mean = x.sum(axis=axes, keepdims=True)
     mean *= inv_n
     rstd = fused_centered_sum_of_squares(x, mean, axes)
@@ -97,8 +101,8 @@ def _forward_on_gpu(ctx, x, weight, bias, axes, eps):
 
 
 def _by_rows(axes, compute, *arrays) -> None:
-    """``compute(*arrays)``, on both cores when dim 0 is a row dim (not normalized)."""
-    if 0 in axes:
+    """``compute(*arrays)``, on both cores when the arrays are big and dim 0 is a row dim."""
+    if arrays[0].size < PARALLEL_MIN_SIZE or 0 in axes:
         compute(*arrays)
     else:
         in_two_halves(compute, *arrays)
@@ -114,16 +118,16 @@ def _count(shape, axes) -> int:
 def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
     """LayerNorm.backward's formula on raw arrays, in place where it can be: the fast path
     outside create_graph (the Tensor version above is its plain twin)."""
-    rows = tuple(range(grad.ndim - len(ctx.axes)))
-    grad_w = (grad * xhat).sum(axis=rows) if ctx.needs_input_grad[1] else None
-    grad_b = grad.sum(axis=rows) if ctx.needs_input_grad[2] else None
+    axes, inv_n = ctx.axes, ctx.inv_n
+    rows = tuple(range(grad.ndim - len(axes)))
+    grad_w = reduce_sum(grad * xhat, rows) if ctx.needs_input_grad[1] else None
+    grad_b = reduce_sum(grad, rows) if ctx.needs_input_grad[2] else None
     xp = xp_of(grad)
-    if not is_numpy(grad) and weight is not None:  # on the GPU: one kernel for grad_x
-        inv_n = 1.0 / _count(grad.shape, ctx.axes)
-        grad_xhat = grad * weight.data
-        mean_grad_xhat = grad_xhat.sum(axis=ctx.axes, keepdims=True)
+    if xp is not np and weight is not None:  # on the GPU: one kernel for grad_x
+        grad_xhat = grad * weight
+        mean_grad_xhat = grad_xhat.sum(axis=axes, keepdims=True)
         mean_grad_xhat *= inv_n
-        mean_grad_xhat_xhat = (grad_xhat * xhat).sum(axis=ctx.axes, keepdims=True)
+        mean_grad_xhat_xhat = (grad_xhat * xhat).sum(axis=axes, keepdims=True)
         mean_grad_xhat_xhat *= inv_n
         grad_x = fused_layer_norm_input_grad(
             grad_xhat, xhat, rstd, mean_grad_xhat, mean_grad_xhat_xhat
@@ -132,18 +136,19 @@ def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
     grad_x = xp.empty(grad.shape, grad.dtype)
 
     def input_grad(grad, xhat, rstd, grad_x):
-        inv_n = 1.0 / _count(grad.shape, ctx.axes)
         if weight is not None:
-            xp.multiply(grad, weight.data, out=grad_x)  # dL/dxhat
+            xp.multiply(grad, weight, out=grad_x)  # dL/dxhat
         else:
             grad_x[...] = grad
-        mean_grad_xhat_xhat = sum_of_products(grad_x, xhat, ctx.axes)
+        mean_grad_xhat_xhat = sum_of_products(grad_x, xhat, axes)
         mean_grad_xhat_xhat *= inv_n
-        grad_x -= grad_x.sum(axis=ctx.axes, keepdims=True) * inv_n
+        mean_grad_xhat = reduce_sum(grad_x, axes, keepdims=True)
+        mean_grad_xhat *= inv_n
+        grad_x -= mean_grad_xhat
         grad_x -= xhat * mean_grad_xhat_xhat
         grad_x *= rstd
 
-    _by_rows(ctx.axes, input_grad, grad, xhat, rstd, grad_x)
+    _by_rows(axes, input_grad, grad, xhat, rstd, grad_x)
     return _wrap_grads(grad_x, grad_w, grad_b)
 
 
