@@ -128,6 +128,13 @@ def reduce_sum(a, axis, keepdims: bool = False):
     return a.sum(axis=axis, keepdims=keepdims)
 
 
+def reduce_max(a, axis, keepdims: bool = False):
+    """a.max(axis=axis, keepdims=keepdims), in one call on NumPy arrays (see reduce_sum)."""
+    if type(a) is np.ndarray:
+        return np.maximum.reduce(a, axis=axis, keepdims=keepdims)
+    return a.max(axis=axis, keepdims=keepdims)
+
+
 def sum_of_products(a, b, axes: tuple, out=None):
     """sum over ``axes`` of a * b, keeping those dims: a dot product per row. One pass with
     NumPy's vecdot where it applies (NumPy >= 2, the last axis), instead of a product array

@@ -514,7 +514,7 @@ class Tensor:
     def as_index(self, value) -> Tensor:
         """Integer indices (Tensor, array or list) as a Tensor on self's device."""
         if isinstance(value, Tensor):
-            if value.device != self.device:
+            if type(value.data) is not type(self.data) and value.device != self.device:
                 raise _device_error(self, value)
             return value
         array = backend.array_module(self.data).asarray(value)

@@ -11,6 +11,7 @@ import math
 
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
+from minigrad.backend import reduce_max, reduce_sum
 from minigrad.errors import OutOfRangeError, ShapeError
 from minigrad.ops._helpers import xp_of
 from minigrad.tensor import Tensor
@@ -40,12 +41,12 @@ class CrossEntropy(Function):
                 f"(logits of shape {logits.shape})"
             )
         rowmajor = xp.ascontiguousarray(logits)  # so that flat position i * C + t is (i, t)
-        shifted = rowmajor - rowmajor.max(axis=1, keepdims=True)  # x - m
+        shifted = rowmajor - reduce_max(rowmajor, 1, keepdims=True)  # x - m
         picked = xp.arange(rows) * classes  # flat positions of the targets: i * C + t_i
         picked += safe_target
         target_shifted = shifted.reshape(-1).take(picked)  # x_i[t_i] - m_i
         exps = xp.exp(shifted, out=shifted)  # e^(x - m), kept: softmax(x) = exps / row sums
-        sums = exps.sum(axis=1)
+        sums = reduce_sum(exps, 1)
         losses = target_shifted - xp.log(sums)  # log p of the target: -loss_i
         if counted is not None:
             losses *= counted
@@ -56,8 +57,8 @@ class CrossEntropy(Function):
         # -sum, or -sum / count (nan when no row counts, as in PyTorch): one product with a
         # Python float, which keeps the float32 dtype
         if reduction == "sum":
-            return losses.sum() * -1.0
-        return losses.sum() * (-1.0 / ctx.count if ctx.count else math.nan)
+            return reduce_sum(losses, 0) * -1.0
+        return reduce_sum(losses, 0) * (-1.0 / ctx.count if ctx.count else math.nan)
 
     @staticmethod
     def backward(ctx, grad):

@@ -34,29 +34,21 @@ class LayerNorm(Function):
     def forward(ctx, x, weight, bias, axes, eps):
         ctx.axes, ctx.eps = axes, eps
         ctx.inv_n = inv_n = 1.0 / _count(x.shape, axes)  # mean = sum * inv_n
-        xp = xp_of(x)
-        if xp is not np and weight is not None and bias is not None:
+        if type(x) is not np.ndarray and weight is not None and bias is not None:
             return _forward_on_gpu(ctx, x, weight, bias, axes, eps)
-        xhat, y = xp.empty(x.shape, x.dtype), xp.empty(x.shape, x.dtype)
-        rstd = xp.empty(x.shape[: x.ndim - len(axes)] + (1,) * len(axes), x.dtype)
-
-        def normalize(x, xhat, rstd, y):  # rows are independent: any split of dim 0 works
-            mean = reduce_sum(x, axes, keepdims=True)  # (NumPy's mean is slower)
-            mean *= inv_n
-            xp.subtract(x, mean, out=xhat)  # x - mu
-            sum_of_products(xhat, xhat, axes, out=rstd)
-            rstd *= inv_n  # sigma^2
-            rstd += eps
-            xp.power(rstd, -0.5, out=rstd)  # 1 / sqrt(sigma^2 + eps)
-            xhat *= rstd
-            if weight is not None:
-                xp.multiply(xhat, weight, out=y)
-            else:
-                y[...] = xhat
-            if bias is not None:
-                y += bias
-
-        _by_rows(axes, normalize, x, xhat, rstd, y)
+        if x.size < PARALLEL_MIN_SIZE or 0 in axes:
+            xhat, rstd, y = _normalize(x, weight, bias, axes, inv_n, eps)
+        else:  # on both cores, each normalizing half of the rows into the outputs
+            xp = xp_of(x)
+            xhat, y = xp.empty(x.shape, x.dtype), xp.empty(x.shape, x.dtype)
+            rstd = xp.empty(x.shape[: x.ndim - len(axes)] + (1,) * len(axes), x.dtype)
+            in_two_halves(
+                lambda *rows: _normalize(*rows[:1], weight, bias, axes, inv_n, eps, *rows[1:]),
+                x,
+                xhat,
+                rstd,
+                y,
+            )
         ctx.save_for_backward(x, weight, xhat, rstd)
         return y
 
@@ -100,12 +92,27 @@ def _forward_on_gpu(ctx, x, weight, bias, axes, eps):
     return y
 
 
-def _by_rows(axes, compute, *arrays) -> None:
-    """``compute(*arrays)``, on both cores when the arrays are big and dim 0 is a row dim."""
-    if arrays[0].size < PARALLEL_MIN_SIZE or 0 in axes:
-        compute(*arrays)
+def _normalize(x, weight, bias, axes, inv_n, eps, xhat=None, rstd=None, y=None):
+    """LayerNorm.forward's arithmetic on arrays: returns (xhat, rstd, y), written into the
+    given arrays if any (each thread of in_two_halves passes its half of the rows)."""
+    xp = xp_of(x)
+    mean = reduce_sum(x, axes, keepdims=True)  # (NumPy's mean is slower)
+    mean *= inv_n
+    xhat = xp.subtract(x, mean, out=xhat)  # x - mu
+    rstd = sum_of_products(xhat, xhat, axes, out=rstd)
+    rstd *= inv_n  # sigma^2
+    rstd += eps
+    xp.power(rstd, -0.5, out=rstd)  # 1 / sqrt(sigma^2 + eps)
+    xhat *= rstd
+    if weight is not None:
+        y = xp.multiply(xhat, weight, out=y)
+    elif y is None:
+        y = xhat.copy()
     else:
-        in_two_halves(compute, *arrays)
+        y[...] = xhat
+    if bias is not None:
+        y += bias
+    return xhat, rstd, y
 
 
 def _count(shape, axes) -> int:
@@ -122,8 +129,7 @@ def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
     rows = tuple(range(grad.ndim - len(axes)))
     grad_w = reduce_sum(grad * xhat, rows) if ctx.needs_input_grad[1] else None
     grad_b = reduce_sum(grad, rows) if ctx.needs_input_grad[2] else None
-    xp = xp_of(grad)
-    if xp is not np and weight is not None:  # on the GPU: one kernel for grad_x
+    if type(grad) is not np.ndarray and weight is not None:  # on the GPU: one kernel
         grad_xhat = grad * weight
         mean_grad_xhat = grad_xhat.sum(axis=axes, keepdims=True)
         mean_grad_xhat *= inv_n
@@ -132,24 +138,37 @@ def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
         grad_x = fused_layer_norm_input_grad(
             grad_xhat, xhat, rstd, mean_grad_xhat, mean_grad_xhat_xhat
         )
-        return _wrap_grads(grad_x, grad_w, grad_b)
-    grad_x = xp.empty(grad.shape, grad.dtype)
-
-    def input_grad(grad, xhat, rstd, grad_x):
-        if weight is not None:
-            xp.multiply(grad, weight, out=grad_x)  # dL/dxhat
-        else:
-            grad_x[...] = grad
-        mean_grad_xhat_xhat = sum_of_products(grad_x, xhat, axes)
-        mean_grad_xhat_xhat *= inv_n
-        mean_grad_xhat = reduce_sum(grad_x, axes, keepdims=True)
-        mean_grad_xhat *= inv_n
-        grad_x -= mean_grad_xhat
-        grad_x -= xhat * mean_grad_xhat_xhat
-        grad_x *= rstd
-
-    _by_rows(axes, input_grad, grad, xhat, rstd, grad_x)
+    elif grad.size < PARALLEL_MIN_SIZE or 0 in axes:
+        grad_x = _input_grad(grad, xhat, rstd, weight, axes, inv_n)
+    else:  # on both cores, each taking half of the rows
+        grad_x = xp_of(grad).empty(grad.shape, grad.dtype)
+        in_two_halves(
+            lambda *rows: _input_grad(*rows[:3], weight, axes, inv_n, *rows[3:]),
+            grad,
+            xhat,
+            rstd,
+            grad_x,
+        )
     return _wrap_grads(grad_x, grad_w, grad_b)
+
+
+def _input_grad(grad, xhat, rstd, weight, axes, inv_n, grad_x=None):
+    """dL/dx on arrays (into ``grad_x`` if given, as a thread of in_two_halves does)."""
+    xp = xp_of(grad)
+    if weight is not None:
+        grad_x = xp.multiply(grad, weight, out=grad_x)  # dL/dxhat
+    elif grad_x is None:
+        grad_x = grad.copy()
+    else:
+        grad_x[...] = grad
+    mean_grad_xhat_xhat = sum_of_products(grad_x, xhat, axes)
+    mean_grad_xhat_xhat *= inv_n
+    mean_grad_xhat = reduce_sum(grad_x, axes, keepdims=True)
+    mean_grad_xhat *= inv_n
+    grad_x -= mean_grad_xhat
+    grad_x -= xhat * mean_grad_xhat_xhat
+    grad_x *= rstd
+    return grad_x
 
 
 def _wrap_grads(grad_x, grad_w, grad_b) -> tuple:
@@ -167,16 +186,21 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     """Normalize x over its last ``len(normalized_shape)`` dims, then scale and shift."""
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
-    normalized_shape = tuple(normalized_shape)
-    if x.shape[x.ndim - len(normalized_shape) :] != normalized_shape:
+    else:
+        normalized_shape = tuple(normalized_shape)
+    shape = x.shape
+    first = len(shape) - len(normalized_shape)  # the first normalized dim
+    if shape[first:] != normalized_shape:
         raise ShapeError(
-            f"layer_norm: input of shape {x.shape} does not end in normalized_shape "
+            f"layer_norm: input of shape {shape} does not end in normalized_shape "
             f"{normalized_shape}"
         )
-    for name, param in (("weight", weight), ("bias", bias)):
-        if param is not None and param.shape != normalized_shape:
-            raise ShapeError(
-                f"layer_norm: {name} has shape {param.shape}, expected {normalized_shape}"
-            )
-    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
-    return LayerNorm.apply(x, weight, bias, axes, eps)
+    if weight is not None and weight.shape != normalized_shape:
+        raise _parameter_shape_error("weight", weight, normalized_shape)
+    if bias is not None and bias.shape != normalized_shape:
+        raise _parameter_shape_error("bias", bias, normalized_shape)
+    return LayerNorm.apply(x, weight, bias, tuple(range(first, len(shape))), eps)
+
+
+def _parameter_shape_error(name, param, normalized_shape) -> ShapeError:
+    return ShapeError(f"layer_norm: {name} has shape {param.shape}, expected {normalized_shape}")
