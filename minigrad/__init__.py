@@ -9,7 +9,7 @@ the layers and optimizers to train toy transformers, and tools that draw how gra
 
 import numpy as np
 
-from minigrad import autograd, cuda
+from minigrad import autograd, cuda, host_memory
 from minigrad.autograd import (
     detect_anomaly,
     enable_grad,
@@ -105,3 +105,5 @@ __all__ = [
     "int64", "int32", "bool_", "bool", "long", "double", "sum", "mean", "is_tensor",
     "nn", "optim", "viz", "study", "save", "load",
 ]  # fmt: skip
+
+host_memory.keep_freed_memory()  # no page faults from re-allocating each step's arrays
