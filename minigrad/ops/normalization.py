@@ -42,13 +42,11 @@ class LayerNorm(Function):
             xp = xp_of(x)
             xhat, y = xp.empty(x.shape, x.dtype), xp.empty(x.shape, x.dtype)
             rstd = xp.empty(x.shape[: x.ndim - len(axes)] + (1,) * len(axes), x.dtype)
-            in_two_halves(
-                lambda *rows: _normalize(*rows[:1], weight, bias, axes, inv_n, eps, *rows[1:]),
-                x,
-                xhat,
-                rstd,
-                y,
-            )
+
+            def normalize_half(x, xhat, rstd, y):
+                _normalize(x, weight, bias, axes, inv_n, eps, xhat, rstd, y)
+
+            in_two_halves(normalize_half, x, xhat, rstd, y)
         ctx.save_for_backward(x, weight, xhat, rstd)
         return y
 
@@ -142,13 +140,11 @@ def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
         grad_x = _input_grad(grad, xhat, rstd, weight, axes, inv_n)
     else:  # on both cores, each taking half of the rows
         grad_x = xp_of(grad).empty(grad.shape, grad.dtype)
-        in_two_halves(
-            lambda *rows: _input_grad(*rows[:3], weight, axes, inv_n, *rows[3:]),
-            grad,
-            xhat,
-            rstd,
-            grad_x,
-        )
+
+        def input_grad_half(grad, xhat, rstd, grad_x):
+            _input_grad(grad, xhat, rstd, weight, axes, inv_n, grad_x)
+
+        in_two_halves(input_grad_half, grad, xhat, rstd, grad_x)
     return _wrap_grads(grad_x, grad_w, grad_b)
 
 
