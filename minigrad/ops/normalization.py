@@ -12,12 +12,11 @@ import numpy as np
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
 from minigrad.backend import (
-    PARALLEL_MIN_SIZE,
+    column_sums,
     fused_centered_sum_of_squares,
     fused_layer_norm_input_grad,
     fused_layer_norm_output,
-    in_two_halves,
-    reduce_sum,
+    row_means,
     sum_of_products,
 )
 from minigrad.errors import ShapeError
@@ -33,22 +32,13 @@ class LayerNorm(Function):
     @staticmethod
     def forward(ctx, x, weight, bias, axes, eps):
         ctx.axes, ctx.eps = axes, eps
-        ctx.inv_n = inv_n = 1.0 / _count(x.shape, axes)  # mean = sum * inv_n
+        ctx.n = _count(x.shape, axes)  # values per row: mean = sum / n
         if type(x) is not np.ndarray and weight is not None and bias is not None:
             return _forward_on_gpu(ctx, x, weight, bias, axes, eps)
-        if x.size < PARALLEL_MIN_SIZE or 0 in axes:
-            xhat, rstd, y = _normalize(x, weight, bias, axes, inv_n, eps)
-        else:  # on both cores, each normalizing half of the rows into the outputs
-            xp = xp_of(x)
-            xhat, y = xp.empty(x.shape, x.dtype), xp.empty(x.shape, x.dtype)
-            rstd = xp.empty(x.shape[: x.ndim - len(axes)] + (1,) * len(axes), x.dtype)
-
-            def normalize_half(x, xhat, rstd, y):
-                _normalize(x, weight, bias, axes, inv_n, eps, xhat, rstd, y)
-
-            in_two_halves(normalize_half, x, xhat, rstd, y)
+        # the normalized dims are the trailing ones: x as a (rows, n) matrix, one row each
+        xhat, rstd, y = _normalize(_matrix(x, ctx.n), _row(weight), _row(bias), eps)
         ctx.save_for_backward(x, weight, xhat, rstd)
-        return y
+        return y if y.shape == x.shape else y.reshape(x.shape)
 
     @staticmethod
     def backward(ctx, grad):
@@ -78,7 +68,7 @@ def _forward_on_gpu(ctx, x, weight, bias, axes, eps):
     """LayerNorm.forward on CUDA arrays: the row statistics by reductions, the rest in one
     kernel. The lines above compute the same; on the GPU, tests compare this path with the
     Tensor twin (tests/test_fused_twins.py) and with PyTorch."""
-    inv_n = ctx.inv_n
+    inv_n = 1.0 / ctx.n
     mean = x.sum(axis=axes, keepdims=True)
     mean *= inv_n
     rstd = fused_centered_sum_of_squares(x, mean, axes)
@@ -90,24 +80,17 @@ def _forward_on_gpu(ctx, x, weight, bias, axes, eps):
     return y
 
 
-def _normalize(x, weight, bias, axes, inv_n, eps, xhat=None, rstd=None, y=None):
-    """LayerNorm.forward's arithmetic on arrays: returns (xhat, rstd, y), written into the
-    given arrays if any (each thread of in_two_halves passes its half of the rows)."""
+def _normalize(x, weight, bias, eps):
+    """LayerNorm.forward's arithmetic on the rows of a matrix x (weight and bias: one value
+    per column, or None): returns (xhat, rstd, y)."""
     xp = xp_of(x)
-    mean = reduce_sum(x, axes, keepdims=True)  # (NumPy's mean is slower)
-    mean *= inv_n
-    xhat = xp.subtract(x, mean, out=xhat)  # x - mu
-    rstd = sum_of_products(xhat, xhat, axes, out=rstd)
-    rstd *= inv_n  # sigma^2
+    xhat = x - row_means(x)  # x - mu
+    rstd = sum_of_products(xhat, xhat, (1,))
+    rstd *= 1.0 / x.shape[1]  # sigma^2
     rstd += eps
     xp.power(rstd, -0.5, out=rstd)  # 1 / sqrt(sigma^2 + eps)
     xhat *= rstd
-    if weight is not None:
-        y = xp.multiply(xhat, weight, out=y)
-    elif y is None:
-        y = xhat.copy()
-    else:
-        y[...] = xhat
+    y = xhat * weight if weight is not None else xhat.copy()
     if bias is not None:
         y += bias
     return xhat, rstd, y
@@ -121,47 +104,50 @@ def _count(shape, axes) -> int:
 
 
 def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
-    """LayerNorm.backward's formula on raw arrays, in place where it can be: the fast path
-    outside create_graph (the Tensor version above is its plain twin)."""
-    axes, inv_n = ctx.axes, ctx.inv_n
-    rows = tuple(range(grad.ndim - len(axes)))
-    grad_w = reduce_sum(grad * xhat, rows) if ctx.needs_input_grad[1] else None
-    grad_b = reduce_sum(grad, rows) if ctx.needs_input_grad[2] else None
+    """LayerNorm.backward's formula on raw arrays: the fast path outside create_graph (the
+    Tensor version above is its plain twin). It works on (rows, n) matrices, as forward."""
+    n = ctx.n
+    grad_rows, xhat, rstd = _matrix(grad, n), _matrix(xhat, n), _matrix(rstd, 1)
+    weight_row = _row(weight)
+    grad_w = grad_b = None
+    if ctx.needs_input_grad[1]:
+        grad_w = column_sums(grad_rows * xhat)
+    if ctx.needs_input_grad[2]:
+        grad_b = column_sums(grad_rows)
+    if len(ctx.axes) > 1:  # as the normalized dims: (n,) -> normalized_shape
+        normalized_shape = grad.shape[grad.ndim - len(ctx.axes) :]
+        grad_w = grad_w.reshape(normalized_shape) if grad_w is not None else None
+        grad_b = grad_b.reshape(normalized_shape) if grad_b is not None else None
     if type(grad) is not np.ndarray and weight is not None:  # on the GPU: one kernel
-        grad_xhat = grad * weight
-        mean_grad_xhat = grad_xhat.sum(axis=axes, keepdims=True)
-        mean_grad_xhat *= inv_n
-        mean_grad_xhat_xhat = (grad_xhat * xhat).sum(axis=axes, keepdims=True)
-        mean_grad_xhat_xhat *= inv_n
+        grad_xhat = grad_rows * weight_row
+        mean_grad_xhat = row_means(grad_xhat)
+        mean_grad_xhat_xhat = row_means(grad_xhat * xhat)
         grad_x = fused_layer_norm_input_grad(
             grad_xhat, xhat, rstd, mean_grad_xhat, mean_grad_xhat_xhat
         )
-    elif grad.size < PARALLEL_MIN_SIZE or 0 in axes:
-        grad_x = _input_grad(grad, xhat, rstd, weight, axes, inv_n)
-    else:  # on both cores, each taking half of the rows
-        grad_x = xp_of(grad).empty(grad.shape, grad.dtype)
-
-        def input_grad_half(grad, xhat, rstd, grad_x):
-            _input_grad(grad, xhat, rstd, weight, axes, inv_n, grad_x)
-
-        in_two_halves(input_grad_half, grad, xhat, rstd, grad_x)
+    else:
+        grad_x = _input_grad(grad_rows, xhat, rstd, weight_row)
+    if grad_x.shape != grad.shape:
+        grad_x = grad_x.reshape(grad.shape)
     return _wrap_grads(grad_x, grad_w, grad_b)
 
 
-def _input_grad(grad, xhat, rstd, weight, axes, inv_n, grad_x=None):
-    """dL/dx on arrays (into ``grad_x`` if given, as a thread of in_two_halves does)."""
-    xp = xp_of(grad)
-    if weight is not None:
-        grad_x = xp.multiply(grad, weight, out=grad_x)  # dL/dxhat
-    elif grad_x is None:
-        grad_x = grad.copy()
-    else:
-        grad_x[...] = grad
-    mean_grad_xhat_xhat = sum_of_products(grad_x, xhat, axes)
-    mean_grad_xhat_xhat *= inv_n
-    mean_grad_xhat = reduce_sum(grad_x, axes, keepdims=True)
-    mean_grad_xhat *= inv_n
-    grad_x -= mean_grad_xhat
+def _matrix(a, n: int):
+    """``a`` as a matrix of rows of n values (a view where the layout allows)."""
+    return a if a.ndim == 2 and a.shape[1] == n else a.reshape(-1, n)
+
+
+def _row(param):
+    """weight or bias (of normalized_shape) as one row of n values; None stays None."""
+    return param if param is None or param.ndim == 1 else param.reshape(-1)
+
+
+def _input_grad(grad, xhat, rstd, weight):
+    """dL/dx on the rows of matrices (see LayerNorm)."""
+    grad_x = grad * weight if weight is not None else grad.copy()  # dL/dxhat
+    mean_grad_xhat_xhat = sum_of_products(grad_x, xhat, (1,))
+    mean_grad_xhat_xhat *= 1.0 / grad.shape[1]
+    grad_x -= row_means(grad_x)
     grad_x -= xhat * mean_grad_xhat_xhat
     grad_x *= rstd
     return grad_x
