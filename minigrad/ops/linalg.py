@@ -5,8 +5,11 @@
 from __future__ import annotations
 
 from minigrad.autograd.function import Function
+from minigrad.autograd.grad_mode import is_grad_enabled
+from minigrad.backend import column_sums
 from minigrad.errors import ShapeError
 from minigrad.ops.shape import reshape, squeeze, sum_to, transpose, unsqueeze
+from minigrad.tensor import Tensor
 
 
 class Matmul(Function):
@@ -62,7 +65,12 @@ class Linear(Function):
         grad_w = None
         if ctx.needs_input_grad[1]:
             grad_w = transpose(grad_rows, 0, 1) @ reshape(x, (-1, in_features))
-        grad_b = grad_rows.sum(dim=0) if ctx.needs_input_grad[2] else None
+        grad_b = None
+        if ctx.needs_input_grad[2]:
+            if is_grad_enabled():  # create_graph: a Sum node, differentiable in its turn
+                grad_b = grad_rows.sum(dim=0)
+            else:  # the same sum on the array, by BLAS (see backend.column_sums)
+                grad_b = Tensor._make(column_sums(grad_rows.data))
         return grad_x, grad_w, grad_b
 
 
