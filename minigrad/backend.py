@@ -139,17 +139,36 @@ BLAS_MIN_SIZE = 1 << 12  # from this many values on, a matrix-vector product bea
 
 
 def row_means(a):
-    """a.mean(axis=1, keepdims=True) of a matrix: a column of row means. On a big NumPy
-    matrix, as the matrix product a @ (1/n, ..., 1/n)^T: BLAS runs it at memory speed, where
-    NumPy's reduction along short rows pays a per-row cost (2048 rows of 128: 22 against
-    99 us)."""
+    """a.mean(axis=-1, keepdims=True): the mean of each row (along the last axis). On a big
+    NumPy array, as the matrix product a @ (1/n, ..., 1/n)^T: BLAS runs it at memory speed,
+    where NumPy's reduction along short rows pays a per-row cost (2048 rows of 128: 22
+    against 99 us)."""
     if type(a) is np.ndarray:
-        if a.size >= BLAS_MIN_SIZE:
-            return a @ np.full((a.shape[1], 1), 1.0 / a.shape[1], a.dtype)
-        means = np.add.reduce(a, axis=1, keepdims=True)
-        means *= 1.0 / a.shape[1]
+        if a.size >= BLAS_MIN_SIZE and a.flags.c_contiguous:
+            return _rows_times(a, 1.0 / a.shape[-1])
+        means = np.add.reduce(a, axis=-1, keepdims=True)
+        means *= 1.0 / a.shape[-1]
         return means
-    return a.mean(axis=1, keepdims=True)
+    return a.mean(axis=-1, keepdims=True)
+
+
+def row_sums(a):
+    """a.sum(axis=-1, keepdims=True), by BLAS on a big NumPy array (see row_means)."""
+    if type(a) is np.ndarray:
+        if a.size >= BLAS_MIN_SIZE and a.flags.c_contiguous:
+            return _rows_times(a, 1.0)
+        return np.add.reduce(a, axis=-1, keepdims=True)
+    return a.sum(axis=-1, keepdims=True)
+
+
+def _rows_times(a, weight: float):
+    """The rows of ``a`` (along its last axis) times a column of ``weight``s, one matrix
+    product: (..., n) -> (..., 1)."""
+    n = a.shape[-1]
+    column = np.full((n, 1), weight, a.dtype)
+    if a.ndim == 2:
+        return a @ column
+    return (a.reshape(-1, n) @ column).reshape(a.shape[:-1] + (1,))
 
 
 def column_sums(a):

@@ -20,6 +20,9 @@ from minigrad.backend import (
     in_two_halves,
     is_numpy,
     normal_cdf,
+    reduce_max,
+    row_sums,
+    sum_of_products,
 )
 from minigrad.ops._helpers import normalize_dim, xp_of
 from minigrad.tensor import Tensor
@@ -39,27 +42,27 @@ class Softmax(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        (y,) = ctx.saved_tensors
         if not is_grad_enabled():  # the same formula on arrays: fewer passes, no graph nodes
-            grad_x = xp_of(y.data).empty(y.shape, dtype=y.dtype)
-            _by_rows(ctx.dim, _softmax_grad_into, grad.data, y.data, grad_x)
+            (y,) = ctx.saved_arrays
+            grad_x = xp_of(y).empty(y.shape, dtype=y.dtype)
+            _by_rows(ctx.dim, _softmax_grad_into, grad.data, y, grad_x)
             return Tensor._make(grad_x), None
+        (y,) = ctx.saved_tensors
         return y * (grad - (grad * y).sum(dim=ctx.dim, keepdim=True)), None
 
 
 def _softmax_into(x, y, dim):
     """y = softmax(x) along dim, written into y."""
     xp = xp_of(x)
-    xp.subtract(x, x.max(axis=dim, keepdims=True), out=y)
+    xp.subtract(x, reduce_max(x, dim, keepdims=True), out=y)
     xp.exp(y, out=y)
-    y /= y.sum(axis=dim, keepdims=True)
+    y /= row_sums(y) if dim == y.ndim - 1 else y.sum(axis=dim, keepdims=True)
 
 
 def _softmax_grad_into(grad, y, grad_x, dim):
     """grad_x = y * (g - sum(g * y)) along dim, written into grad_x."""
     xp = xp_of(y)
-    xp.multiply(grad, y, out=grad_x)
-    xp.subtract(grad, grad_x.sum(axis=dim, keepdims=True), out=grad_x)
+    xp.subtract(grad, sum_of_products(grad, y, (dim,)), out=grad_x)
     grad_x *= y
 
 
@@ -86,11 +89,12 @@ class LogSoftmax(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        (y,) = ctx.saved_tensors
         if not is_grad_enabled():  # the same formula on arrays: fewer passes, no graph nodes
-            grad_x = xp_of(y.data).exp(y.data)
+            (y,) = ctx.saved_arrays
+            grad_x = xp_of(y).exp(y)
             grad_x *= grad.data.sum(axis=ctx.dim, keepdims=True)
             return Tensor._make(grad.data - grad_x), None
+        (y,) = ctx.saved_tensors
         return grad - y.exp() * grad.sum(dim=ctx.dim, keepdim=True), None
 
 
@@ -172,9 +176,10 @@ class Gelu(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        x, kept = ctx.saved_tensors
         if not is_grad_enabled():  # on arrays: g * dy/dx in one pass per half, no graph nodes
-            return Tensor._make(_gelu_grad(grad.data, x.data, kept.data, ctx.approximate)), None
+            x, kept = ctx.saved_arrays
+            return Tensor._make(_gelu_grad(grad.data, x, kept, ctx.approximate)), None
+        x, kept = ctx.saved_tensors
         return grad * GeluDerivative.apply(x, ctx.approximate, kept.data), None
 
 
