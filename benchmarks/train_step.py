@@ -69,10 +69,7 @@ def minigrad_saved_bytes(loss) -> int:
         if node is None or id(node) in visited:
             continue
         visited.add(id(node))
-        for value in node._saved:
-            array = getattr(value, "data", None)
-            if array is None:
-                array = getattr(value, "array", value)
+        for array in node.saved_arrays:  # (a saved ndarray's own .data is a memoryview)
             base = array
             while getattr(base, "base", None) is not None:
                 base = base.base

@@ -139,6 +139,16 @@ def test_backward_frees_saved_arrays_but_keeps_structure(device):
     assert all(not node._saved for node in (mul, mul.inputs[0].grad_fn))
 
 
+def test_products_and_quotients_with_a_number_keep_no_array(device):
+    x = leaf([1.0, 2.0], device)
+    for y in (x * 0.5, 0.5 * x, x / 4.0):
+        assert y.grad_fn.count_saved_bytes() == 0  # dy/dx is the number: x is not needed
+        y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.25, 1.25])
+    y = x * x  # here each factor is the other's gradient: both are kept
+    assert y.grad_fn.count_saved_bytes() >= x.numpy().nbytes
+
+
 def test_create_graph_implies_retain_graph(device):
     x = leaf([1.0, 2.0], device)
     y = (x**3).sum()

@@ -51,8 +51,12 @@ class Mul(Function):
     # y = a * b;  dL/da = g * b,  dL/db = g * a
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = shape_of(a), shape_of(b)
-        ctx.save_for_backward(a, b)
+        ctx.shapes = shape_a, shape_b = shape_of(a), shape_of(b)
+        # a Python number gets no gradient, so the array it multiplies need not be kept
+        # (scores * (1 / sqrt(d_k)) would otherwise hold the whole score tensor)
+        ctx.save_for_backward(
+            a if shape_b is not None else None, b if shape_a is not None else None
+        )
         return a * b
 
     @staticmethod
@@ -68,8 +72,8 @@ class Div(Function):
     # y = a / b;  dL/da = g / b,  dL/db = -g * a / b^2
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = shape_of(a), shape_of(b)
-        ctx.save_for_backward(a, b)
+        ctx.shapes = shape_a, shape_b = shape_of(a), shape_of(b)
+        ctx.save_for_backward(a if shape_b is not None else None, b)  # (see Mul)
         return a / b
 
     @staticmethod
