@@ -192,7 +192,14 @@ def test_a_params_dict_names_parameters_and_the_model_still_names_the_boxes():
 def test_attention_nodes_carry_their_equations(norm_first):
     _, loss = gpt_loss(norm_first=norm_first)
     source = draw_graph(loss).source
-    for equation in ("Q = X W_Q", "S = QK^T/sqrt(d_k)", "A = softmax(S)", "O = AV", "X + O"):
+    for equation in (
+        "Q = X W_Q",
+        "Q/sqrt(d_k)",
+        "S = QK^T/sqrt(d_k)",
+        "A = softmax(S)",
+        "O = AV",
+        "X + O",
+    ):
         assert equation in source
     # post-LN replaces X + O by its LayerNorm; pre-LN keeps X + O as the residual stream
     assert ("Z = LayerNorm(X + O)" in source) is (not norm_first)

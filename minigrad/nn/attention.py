@@ -60,7 +60,9 @@ class MultiHeadAttention(Module):
         v = self.split_heads(v)
 
         # S = Q K^T / sqrt(d_k)                      (B, H, T, T)
-        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.d_k))
+        # computed as (Q / sqrt(d_k)) K^T: the same numbers, but the scaling runs over the
+        # queries, (B, H, T, d_k), instead of the T/d_k times bigger scores
+        scores = (q * (1.0 / math.sqrt(self.d_k))) @ k.transpose(-2, -1)
 
         # masked positions get -inf added, so that softmax gives them weight 0
         # (an additive mask: one pass over S, cheaper than selecting with masked_fill)

@@ -56,6 +56,9 @@ def _attention_labels(nodes: list) -> dict:
             step = _producer(step, 0)
         if step is not None and step.name == "Matmul":
             labels.setdefault(id(step), "QK^T" if not first else "S = QK^T/sqrt(d_k)")
+            scaled = _producer(step, 0)  # the queries, scaled before the product
+            if scaled is not None and scaled.name == "Mul":
+                labels.setdefault(id(scaled), "Q/sqrt(d_k)")
         for node in nodes:
             if node.name == "Matmul" and _reads(node, softmax):
                 labels[id(node)] = "O = AV  (head_h = A_h V_h)"
