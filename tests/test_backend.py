@@ -143,3 +143,30 @@ def test_sum_of_products_is_the_sum_of_the_product(axes):
     out = np.empty(expected.shape, np.float32)
     assert backend.sum_of_products(a, b, axes, out=out) is out
     np.testing.assert_allclose(out, expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype, eps", [(np.float64, 1e-15), (np.float32, 1e-6)])
+@pytest.mark.parametrize(
+    "shape",
+    [(3, 5), (64, 64), (4096, 1), (2, 3, 1024), (1, 8192)],  # below and above BLAS_MIN_SIZE
+)
+def test_row_and_column_sums_are_the_sums(shape, dtype, eps):
+    a = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    exact = a.astype(np.float64)  # float32 sums may differ in order, within eps * sum |a|
+    row_scale = np.abs(exact).sum(axis=-1, keepdims=True)
+    for got, want, scale in [
+        (backend.row_means(a), exact.mean(axis=-1, keepdims=True), row_scale / shape[-1]),
+        (backend.row_sums(a), exact.sum(axis=-1, keepdims=True), row_scale),
+    ]:
+        assert got.shape == want.shape and got.dtype == a.dtype
+        assert np.all(np.abs(got - want) <= eps * scale)
+    matrix, exact = a.reshape(-1, shape[-1]), exact.reshape(-1, shape[-1])
+    got = backend.column_sums(matrix)
+    assert got.shape == (shape[-1],) and got.dtype == a.dtype
+    assert np.all(np.abs(got - exact.sum(axis=0)) <= eps * np.abs(exact).sum(axis=0))
+
+
+def test_row_sums_of_a_strided_view():
+    a = np.random.default_rng(0).standard_normal((128, 256))[:, ::2]  # not contiguous
+    np.testing.assert_allclose(backend.row_sums(a), a.sum(axis=-1, keepdims=True))
+    np.testing.assert_allclose(backend.row_means(a), a.mean(axis=-1, keepdims=True))

@@ -52,6 +52,14 @@ def layer_norm_twin(x, weight, bias, eps=1e-5):
     return xhat * weight + bias if weight is not None else xhat
 
 
+def layer_norm_twin_2d(x, weight, bias, eps=1e-5):
+    # the same over the last two dims
+    mu = x.mean((-2, -1), keepdim=True)
+    centered = x - mu
+    var = (centered * centered).mean((-2, -1), keepdim=True)
+    return centered / (var + eps).sqrt() * weight + bias
+
+
 class Erf(mg.autograd.Function):
     """erf as a primitive: d erf(x)/dx = 2/sqrt(pi) e^(-x^2)."""
 
@@ -115,6 +123,13 @@ TARGET = np.array([0, 4, 2, 2])
 TARGET_IGNORED = np.array([0, -100, 2, -1])
 W, B = RNG.standard_normal((6, 5)), RNG.standard_normal(6)
 GAMMA, BETA = RNG.standard_normal(5), RNG.standard_normal(5)
+# big enough for the BLAS row and column sums (backend.BLAS_MIN_SIZE) and, for softmax,
+# for the two halves (backend.PARALLEL_MIN_SIZE)
+X_BIG = RNG.standard_normal((8, 64, 256)) * 3
+X_ROWS = RNG.standard_normal((256, 4, 8))
+GAMMA_BIG, BETA_BIG = RNG.standard_normal(256), RNG.standard_normal(256)
+GAMMA_2D, BETA_2D = RNG.standard_normal((4, 8)), RNG.standard_normal((4, 8))
+X_LINEAR = RNG.standard_normal((128, 40, 5))
 
 PAIRS = {
     "softmax_last": (lambda x: ops.softmax(x, -1), lambda x: softmax_twin(x, -1), [X3]),
@@ -151,9 +166,21 @@ PAIRS = {
         lambda x: layer_norm_twin(x, None, None),
         [X3],
     ),
+    "layer_norm_big": (
+        lambda x, w, b: ops.layer_norm(x, (256,), w, b),
+        layer_norm_twin,
+        [X_BIG, GAMMA_BIG, BETA_BIG],
+    ),
+    "layer_norm_two_dims": (
+        lambda x, w, b: ops.layer_norm(x, (4, 8), w, b),
+        layer_norm_twin_2d,
+        [X_ROWS, GAMMA_2D, BETA_2D],
+    ),
+    "softmax_big": (lambda x: ops.softmax(x, -1), lambda x: softmax_twin(x, -1), [X_BIG]),
     "gelu_exact": (ops.gelu, gelu_exact_twin, [X3]),
     "gelu_tanh": (lambda x: ops.gelu(x, approximate="tanh"), gelu_tanh_twin, [X3]),
     "linear": (ops.linear, linear_twin, [X3, W, B]),
+    "linear_big": (ops.linear, linear_twin, [X_LINEAR, W, B]),
 }
 
 
