@@ -47,6 +47,14 @@ def normalize_dim(dim: int, ndim: int, op: str) -> int:
     return dim % size
 
 
+def count_in(shape: tuple, dims) -> int:
+    """How many values ``dims`` of ``shape`` hold: the n of a mean over them."""
+    count = 1
+    for axis in dims:
+        count *= shape[axis]
+    return count
+
+
 def kept_shape(shape: tuple, dims: tuple) -> tuple:
     """The shape a reduction over ``dims`` has with keepdim=True: those dims set to 1."""
     return tuple(1 if axis in dims else size for axis, size in enumerate(shape))

@@ -20,7 +20,7 @@ from minigrad.backend import (
     sum_of_products,
 )
 from minigrad.errors import ShapeError
-from minigrad.ops._helpers import xp_of
+from minigrad.ops._helpers import count_in, xp_of
 from minigrad.tensor import Tensor
 
 
@@ -32,7 +32,7 @@ class LayerNorm(Function):
     @staticmethod
     def forward(ctx, x, weight, bias, axes, eps):
         ctx.axes, ctx.eps = axes, eps
-        ctx.n = _count(x.shape, axes)  # values per row: mean = sum / n
+        ctx.n = count_in(x.shape, axes)  # values per row: mean = sum / n
         if type(x) is not np.ndarray and weight is not None and bias is not None:
             return _forward_on_gpu(ctx, x, weight, bias, axes, eps)
         # the normalized dims are the trailing ones: x as a (rows, n) matrix, one row each
@@ -94,13 +94,6 @@ def _normalize(x, weight, bias, eps):
     if bias is not None:
         y += bias
     return xhat, rstd, y
-
-
-def _count(shape, axes) -> int:
-    count = 1
-    for axis in axes:
-        count *= shape[axis]
-    return count
 
 
 def _backward_on_arrays(ctx, grad, weight, xhat, rstd):

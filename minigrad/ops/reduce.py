@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from minigrad.autograd.function import Function
-from minigrad.ops._helpers import kept_shape, normalize_dims
+from minigrad.ops._helpers import count_in, kept_shape, normalize_dims
 from minigrad.ops.shape import broadcast_to, reshape
 
 
@@ -40,7 +40,7 @@ class Mean(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        count = _count(ctx.input_shape, ctx.dims)
+        count = count_in(ctx.input_shape, ctx.dims)
         return _spread(grad, ctx.input_shape, ctx.dims) / count, None, None
 
 
@@ -56,7 +56,7 @@ class Var(Function):
     def backward(ctx, grad):
         (x,) = ctx.saved_tensors
         centered = x - x.mean(dim=ctx.dims, keepdim=True)
-        dof = _count(ctx.input_shape, ctx.dims) - ctx.correction
+        dof = count_in(ctx.input_shape, ctx.dims) - ctx.correction
         scale = 2.0 / dof if dof > 0 else math.nan  # var itself is nan there (as in PyTorch)
         return _spread(grad, ctx.input_shape, ctx.dims) * centered * scale, None, None, None
 
@@ -76,13 +76,6 @@ class Amax(Function):
     def backward(ctx, grad):
         (share,) = ctx.saved_tensors
         return _spread(grad, ctx.input_shape, ctx.dims) * share, None, None
-
-
-def _count(shape, dims) -> int:
-    count = 1
-    for axis in dims:
-        count *= shape[axis]
-    return count
 
 
 def sum(x, dim=None, keepdim=False):  # noqa: A001  (the name PyTorch uses)
