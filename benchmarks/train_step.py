@@ -7,8 +7,10 @@
 Both models start from the same weights and see the same batches; the steps are timed
 alternately in one process, in blocks of a few steps (warm-up first, then the median of
 many), so that a noisy machine slows both alike. The table gives ms/step, the ratio
-minigrad / PyTorch, how far the two loss curves drift apart, and the memory each holds for
-backward (the arrays saved by the ops, each storage counted once).
+minigrad / PyTorch of the two medians, the quartiles of the block-by-block ratios (how much
+that ratio moves within the run: see ``paired_ratio``), how far the two loss curves drift
+apart, and the memory each holds for backward (the arrays saved by the ops, each storage
+counted once).
 """
 
 from __future__ import annotations
@@ -100,6 +102,21 @@ def sync(device: str) -> None:
         cupy.cuda.get_current_stream().synchronize()
 
 
+def paired_ratio(ours: list, theirs: list) -> tuple:
+    """How much the ratio minigrad / PyTorch moves within one run: each block of minigrad
+    steps is divided by the PyTorch block right after it, and the median of those ratios is
+    returned with their quartiles, (median, lower, upper). Neighbouring blocks share the
+    machine's slow or fast phase, so the quartiles show the noise that is left."""
+    ratios = sorted(a / b for a, b in zip(ours, theirs))
+    if not ratios:
+        return float("nan"), float("nan"), float("nan")
+    if len(ratios) < 4:
+        median = statistics.median(ratios)
+        return median, ratios[0], ratios[-1]
+    lower, median, upper = statistics.quantiles(ratios, n=4)
+    return median, lower, upper
+
+
 def run(s: Setting, steps: int, warmup: int, device: str, torch) -> dict:
     """Time ``steps`` training steps of the GPT described by ``s``, minigrad and PyTorch."""
     mg.manual_seed(0)
@@ -146,19 +163,24 @@ def run(s: Setting, steps: int, warmup: int, device: str, torch) -> dict:
     # first one pays for the other framework's worker threads, which spin for a while after
     # their last task (OpenBLAS's and PyTorch's OpenMP threads both do).
     mg_times, torch_times, mg_losses, torch_losses = [], [], [], []
+    mg_blocks, torch_blocks = [], []  # per block, the median of its timed steps
     for start in range(0, len(batches), BLOCK):
         block = batches[start : start + BLOCK]
-        for step, times, losses in (
-            (mg_step, mg_times, mg_losses),
-            (torch_step if twin is not None else None, torch_times, torch_losses),
+        for step, times, losses, blocks in (
+            (mg_step, mg_times, mg_losses, mg_blocks),
+            (torch_step if twin is not None else None, torch_times, torch_losses, torch_blocks),
         ):
             if step is None:
                 continue
+            timed = []
             for offset, (x, y) in enumerate(block):
                 begin = time.perf_counter()
                 losses.append(step(x, y))
                 if offset > 0 and start + offset >= warmup:
-                    times.append(time.perf_counter() - begin)
+                    timed.append(time.perf_counter() - begin)
+            times.extend(timed)
+            if timed:
+                blocks.append(statistics.median(timed))
     drift = max(
         (abs(a - b) / abs(b) for a, b in zip(mg_losses, torch_losses)), default=float("nan")
     )
@@ -171,7 +193,10 @@ def run(s: Setting, steps: int, warmup: int, device: str, torch) -> dict:
     }
     if twin is not None:
         row["torch_ms"] = 1e3 * statistics.median(torch_times)
-        row["ratio"] = row["minigrad_ms"] / row["torch_ms"]
+        row["ratio"] = row["minigrad_ms"] / row["torch_ms"]  # the ratio of the two medians
+        row["block_ratio"], row["block_low"], row["block_high"] = paired_ratio(
+            mg_blocks, torch_blocks
+        )
         row["loss_drift"] = drift
         xb, yb = torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
         row["torch_saved_mb"] = torch_saved_bytes(torch, twin, xb, yb) / 2**20
@@ -194,20 +219,22 @@ def main(argv=None) -> None:
 
     default_steps = {"tiny": 200, "small": 32, "medium": 16}
     header = (
-        "| config | minigrad ms | PyTorch ms | ratio | max loss drift | saved MB minigrad / torch |"
+        "| config | minigrad ms | PyTorch ms | ratio | block ratios (quartiles) "
+        "| max loss drift | saved MB minigrad / torch |"
     )
     print(f"device {args.device}; torch threads {torch.get_num_threads() if torch else '-'}")
     print(header)
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for name in args.configs:
         steps = args.steps or default_steps[name]
         row = run(SETTINGS[name], steps, args.warmup, args.device, torch)
         if torch is None:
             saved = f"{row['minigrad_saved_mb']:.1f} / -"
-            print(f"| {name} | {row['minigrad_ms']:.2f} | - | - | - | {saved} |")
+            print(f"| {name} | {row['minigrad_ms']:.2f} | - | - | - | - | {saved} |")
             continue
         print(
             f"| {name} | {row['minigrad_ms']:.2f} | {row['torch_ms']:.2f} | {row['ratio']:.2f}x "
+            f"| {row['block_low']:.2f}-{row['block_high']:.2f} "
             f"| {row['loss_drift']:.1e} | {row['minigrad_saved_mb']:.1f} / "
             f"{row['torch_saved_mb']:.1f} |"
         )

@@ -1,0 +1,40 @@
+"""The benchmarks' own logic: the paired ratio, and a train_step run that finishes with the
+two frameworks' losses in agreement (speed itself is never tested)."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import pytest
+
+# the benchmarks live beside the package, not in it: import them from the repository root
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks.train_step import SETTINGS, paired_ratio, run  # noqa: E402
+
+
+def test_paired_ratio_divides_neighbours():
+    # a slow phase doubles both sides of the later pairs: each neighbours' ratio stays 1.25
+    ours = [1.25, 1.25, 2.5, 2.5, 2.5]
+    theirs = [1.0, 1.0, 2.0, 2.0, 2.0]
+    median, lower, upper = paired_ratio(ours, theirs)
+    assert median == pytest.approx(1.25) and lower == pytest.approx(1.25)
+    assert upper == pytest.approx(1.25)
+
+
+def test_paired_ratio_quartiles_and_few_blocks():
+    median, lower, upper = paired_ratio([1.0, 2.0, 3.0, 4.0, 5.0], [1.0] * 5)
+    assert (lower, median, upper) == (1.5, 3.0, 4.5)
+    assert paired_ratio([3.0, 1.0], [1.0, 1.0]) == (2.0, 1.0, 3.0)
+    assert all(math.isnan(v) for v in paired_ratio([], []))
+
+
+def test_train_step_runs_both_frameworks_on_the_same_losses():
+    torch = pytest.importorskip("torch")
+    row = run(SETTINGS["tiny"], steps=8, warmup=1, device="cpu", torch=torch)
+    assert row["loss_drift"] < 1e-5
+    assert row["ratio"] == pytest.approx(row["minigrad_ms"] / row["torch_ms"])
+    assert row["block_low"] <= row["block_ratio"] <= row["block_high"]
+    assert row["minigrad_saved_mb"] > 0 and row["torch_saved_mb"] > 0
