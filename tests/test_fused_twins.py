@@ -15,7 +15,7 @@ import pytest
 
 import minigrad as mg
 from minigrad import ops
-from minigrad.backend import erf
+from minigrad.backend import erf, reduce_max
 
 # -- the twins, from primitive ops -----------------------------------------------------------
 
@@ -204,6 +204,56 @@ STABLE = {
     "gelu_exact": ops.gelu,
     "gelu_tanh": lambda x: ops.gelu(x, approximate="tanh"),
 }
+
+
+@pytest.mark.parametrize("dtype", [mg.float32, mg.float64])
+def test_softmax_rows_with_and_without_the_max_shift(dtype, device):
+    # On NumPy, softmax skips the row max where e^x neither overflows nor underflows and
+    # shifts the other rows: here the first half of X_BIG's rows (one thread's half) holds
+    # rows far beyond that range, the second half ordinary and masked ones
+    x = X_BIG.copy()
+    x[:2, :32] += 500.0  # e^x overflows
+    x[:2, 32:] -= 500.0  # every e^x underflows
+    x[3, 5, :] = -np.inf  # a fully masked row: nan, as with the shift
+    x[6, 6, 1:] = -np.inf  # all weight on one position
+    x[7, :, 128:] = -np.inf  # half of each row masked
+    x = x.astype(dtype)  # the reference starts from the same rounded inputs
+    with np.errstate(invalid="ignore"):
+        expected = np.exp(x.astype(np.float64) - x.max(axis=-1, keepdims=True))
+        expected /= expected.sum(axis=-1, keepdims=True)
+        out = ops.softmax(mg.tensor(x, dtype=dtype, device=device), -1).numpy()
+    rtol = 2e-6 if dtype == mg.float32 else 1e-12
+    np.testing.assert_allclose(out, expected, rtol=rtol, atol=1e-30)
+    assert np.isnan(out[3, 5]).all() and out[6, 6, 0] == 1.0
+
+
+def test_softmax_takes_the_row_max_only_where_needed(monkeypatch):
+    from minigrad.ops import activation
+
+    calls = []
+
+    def counted_max(*args, **kwargs):
+        calls.append(args[0].shape)
+        return reduce_max(*args, **kwargs)
+
+    monkeypatch.setattr(activation, "reduce_max", counted_max)
+    x = X_BIG.astype(np.float32)
+    ops.softmax(mg.tensor(x), -1)
+    assert calls == []  # ordinary scores: no row max at all
+    x[5, 0, 0] = 1000.0  # one value that overflows e^x, in the second half's rows
+    out = ops.softmax(mg.tensor(x), -1).numpy()
+    # that half alone is redone with the shift (on a one-core machine, the whole)
+    assert calls in ([(4, 64, 256)], [(8, 64, 256)])
+    assert out[5, 0, 0] == 1.0 and np.isfinite(out).all()
+
+
+@pytest.mark.parametrize("op", [ops.softmax, ops.log_softmax])
+@pytest.mark.parametrize("shape", [(0, 5), (3, 0)])
+def test_softmax_of_empty_rows_or_no_rows(op, shape, device):
+    x = mg.zeros(shape, device=device, requires_grad=True)  # PyTorch gives empty results too
+    out = op(x, -1)
+    out.sum().backward()
+    assert out.shape == shape and x.grad.shape == shape
 
 
 @pytest.mark.parametrize("name", STABLE)

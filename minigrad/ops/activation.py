@@ -6,6 +6,8 @@ several passes over memory and several graph nodes; these take one.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from minigrad.autograd.function import Function
@@ -51,12 +53,38 @@ class Softmax(Function):
         return y * (grad - (grad * y).sum(dim=ctx.dim, keepdim=True)), None
 
 
+# Below this, a row's sum of e^x is too close to float32's smallest normal number: its
+# largest exp could have lost digits, so that row needs the shift by its max.
+NO_SHIFT_FLOOR = math.exp(-60.0)
+
+
 def _softmax_into(x, y, dim):
-    """y = softmax(x) along dim, written into y."""
+    """y = softmax(x) along dim, written into y.
+
+    The shift by the row max only keeps e^x from overflowing: e^(x - m) / sum e^(x - m) is
+    e^x / sum e^x. So on NumPy, e^x comes first, unshifted; if every row's sum is finite and
+    at least e^-60, no exp overflowed and each row's largest one is a normal float, as
+    precise as the shifted one (more: x - m is not rounded), and the row max, a slow
+    reduction along short rows, is skipped. Scores of a few units, as attention's, always
+    pass; other rows (values beyond about +-80) are redone with the shift.
+    """
     xp = xp_of(x)
+    if x.size == 0:  # nothing to write (and an empty row has no max)
+        return
+    if xp is np and x.dtype in (np.float32, np.float64):
+        with ignore_overflow(x):
+            np.exp(x, out=y)
+        sums = _sums_along(y, dim)
+        if sums.min() >= NO_SHIFT_FLOOR and sums.max() < np.inf:
+            y /= sums
+            return
     xp.subtract(x, reduce_max(x, dim, keepdims=True), out=y)
     xp.exp(y, out=y)
-    y /= row_sums(y) if dim == y.ndim - 1 else y.sum(axis=dim, keepdims=True)
+    y /= _sums_along(y, dim)
+
+
+def _sums_along(y, dim):
+    return row_sums(y) if dim == y.ndim - 1 else y.sum(axis=dim, keepdims=True)
 
 
 def _softmax_grad_into(grad, y, grad_x, dim):
@@ -82,6 +110,10 @@ class LogSoftmax(Function):
     def forward(ctx, x, dim):
         ctx.dim = dim
         xp = xp_of(x)
+        if x.size == 0:  # an empty row has no max
+            y = x.copy()
+            ctx.save_for_backward(y)
+            return y
         shifted = x - x.max(axis=dim, keepdims=True)
         y = shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
         ctx.save_for_backward(y)
