@@ -31,7 +31,9 @@ from minigrad.tensor import Tensor
 
 
 class Softmax(Function):
-    # y_i = e^(x_i - m) / sum_j e^(x_j - m), m = max_j x_j (so exp never overflows)
+    # y_i = e^(x_i - m) / sum_j e^(x_j - m), m = max_j x_j (so exp never overflows);
+    # the same as e^x_i / sum_j e^x_j, which big arrays use where no e^x overflows
+    # (_softmax_into)
     # dL/dx = y * (g - sum_j g_j y_j)
     @staticmethod
     def forward(ctx, x, dim):
