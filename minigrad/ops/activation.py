@@ -71,7 +71,8 @@ def _softmax_into(x, y, dim):
     finite and at least e^-60, no exp overflowed and each row's largest one is a normal
     float, as precise as the shifted one (more: x - m is not rounded), and the row max, a
     slow reduction along short rows, is skipped. Scores of a few units, as attention's,
-    always pass; other rows (values beyond about +-80) are redone with the shift.
+    always pass; where a row does not (values beyond about +-80), the whole array (one
+    half, on two threads) is redone with the shift.
     """
     xp = xp_of(x)
     if x.size == 0:  # nothing to write (and an empty row has no max)
