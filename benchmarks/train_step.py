@@ -6,7 +6,8 @@
 
 Both models start from the same weights and see the same batches; the steps are timed
 alternately in one process, in blocks of a few steps (warm-up first, then the median of
-many), so that a noisy machine slows both alike. The table gives ms/step, the ratio
+many), so that a noisy machine slows both alike; on the CPU each block starts once the other
+framework's worker threads have stopped spinning. The table gives ms/step, the ratio
 minigrad / PyTorch of the two medians, the quartiles of the block-by-block ratios (how much
 that ratio moves within the run: see ``paired_ratio``), how far the two loss curves drift
 apart, and the memory each holds for backward (the arrays saved by the ops, each storage
@@ -43,6 +44,11 @@ class Setting:
 
 
 BLOCK = 4  # steps in a row of one framework before switching to the other
+# On the CPU, seconds to wait before each block: after its last product OpenBLAS's worker
+# threads spin for about 0.1 s (2^28 cycles) on the core that the other framework needs
+# (PyTorch's OpenMP threads, for much less). Without the wait PyTorch's `tiny` steps,
+# shorter than that, ran at half their speed (16 against 7-8 ms).
+SETTLE_S = 0.25
 
 SETTINGS = {
     "tiny": Setting(vocab=32, T=16, d=32, heads=2, layers=2, batch=8),
@@ -159,9 +165,9 @@ def run(s: Setting, steps: int, warmup: int, device: str, torch) -> dict:
             torch.cuda.synchronize()
         return loss.item()
 
-    # Alternate in blocks of BLOCK steps and time all but the first step of each block: the
-    # first one pays for the other framework's worker threads, which spin for a while after
-    # their last task (OpenBLAS's and PyTorch's OpenMP threads both do).
+    # Alternate in blocks of BLOCK steps, each after the other framework's worker threads
+    # have gone to sleep (SETTLE_S), and time all but the first step of each block (it wakes
+    # its own framework's threads).
     mg_times, torch_times, mg_losses, torch_losses = [], [], [], []
     mg_blocks, torch_blocks = [], []  # per block, the median of its timed steps
     for start in range(0, len(batches), BLOCK):
@@ -173,6 +179,8 @@ def run(s: Setting, steps: int, warmup: int, device: str, torch) -> dict:
             if step is None:
                 continue
             timed = []
+            if device == "cpu":
+                time.sleep(SETTLE_S)
             for offset, (x, y) in enumerate(block):
                 begin = time.perf_counter()
                 losses.append(step(x, y))
