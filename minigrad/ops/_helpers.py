@@ -55,6 +55,17 @@ def count_in(shape: tuple, dims) -> int:
     return count
 
 
+def sum_array_to(x, shape: tuple):
+    """The array ``x`` summed over the dims that broadcasting added to ``shape`` or stretched
+    from 1 in it: the gradient of a broadcast input."""
+    lead = x.ndim - len(shape)
+    stretched = tuple(
+        lead + i for i, size in enumerate(shape) if size == 1 and x.shape[lead + i] != 1
+    )
+    summed = x.sum(axis=tuple(range(lead)) + stretched, keepdims=True) if lead or stretched else x
+    return summed.reshape(shape)
+
+
 def kept_shape(shape: tuple, dims: tuple) -> tuple:
     """The shape a reduction over ``dims`` has with keepdim=True: those dims set to 1."""
     return tuple(1 if axis in dims else size for axis, size in enumerate(shape))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from minigrad.autograd.function import Function
 from minigrad.errors import ShapeError
-from minigrad.ops._helpers import normalize_dim, xp_of
+from minigrad.ops._helpers import normalize_dim, sum_array_to, xp_of
 
 
 class Reshape(Function):
@@ -55,20 +55,11 @@ class SumTo(Function):
     @staticmethod
     def forward(ctx, x, shape):
         ctx.input_shape = x.shape
-        return _sum_to_array(x, shape)
+        return sum_array_to(x, shape)
 
     @staticmethod
     def backward(ctx, grad):
         return broadcast_to(grad, ctx.input_shape), None
-
-
-def _sum_to_array(x, shape):
-    lead = x.ndim - len(shape)
-    stretched = tuple(
-        lead + i for i, size in enumerate(shape) if size == 1 and x.shape[lead + i] != 1
-    )
-    summed = x.sum(axis=tuple(range(lead)) + stretched, keepdims=True) if lead or stretched else x
-    return summed.reshape(shape)
 
 
 # -- the public functions ------------------------------------------------------------------
