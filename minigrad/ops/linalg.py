@@ -75,8 +75,8 @@ class Linear(Function):
 
 
 # Outside create_graph, backward needs no graph of its own: the two functions below compute
-# the Tensor versions' gradients on the raw arrays, without the reshape, transpose and
-# product nodes (about 30 us a Linear at the tiny GPT's sizes, where that is 9% of a step).
+# the Tensor versions' gradients on the raw arrays, without their reshape, transpose and
+# product nodes (six for a Linear). At the tiny GPT's sizes that saves 9% of a step.
 
 
 def _matmul_grads_on_arrays(ctx, grad) -> tuple:
