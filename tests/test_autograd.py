@@ -264,6 +264,45 @@ def test_custom_function_passes_gradcheck_and_gradgradcheck(device):
     assert mg.gradgradcheck(lambda t: ScaledCube.apply(t, 2.0), (x,))
 
 
+class ExpKeepingOutput(mg.autograd.Function):
+    """y = e^x, which saves its input, its output and a third array: what comes back?"""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = np.exp(x)
+        ctx.save_for_backward(x, y, y * 2.0)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y, twice = ctx.saved_tensors
+        ctx.seen = (x, y, twice)
+        return grad * y
+
+
+def test_saved_tensors_are_the_input_and_output_tensors_themselves():
+    x = mg.tensor([0.5, -1.0], requires_grad=True)
+    y = ExpKeepingOutput.apply(x)
+    node = y.grad_fn
+    y.backward(mg.ones_like(y), create_graph=True)
+    saved_x, saved_y, twice = node.seen
+    assert saved_x is x and saved_y is y  # linked to the graph: second derivatives see them
+    assert twice.grad_fn is None and not twice.requires_grad  # anything else: a constant
+    np.testing.assert_allclose(x.grad.numpy(), np.exp([0.5, -1.0]), rtol=1e-6)
+
+
+def test_saved_output_whose_tensor_is_gone_comes_back_as_a_constant():
+    x = mg.tensor([0.5, -1.0], requires_grad=True)
+    y = ExpKeepingOutput.apply(x)
+    node = y.grad_fn
+    del y  # the node holds its outputs weakly: nothing keeps the output Tensor now
+    grad_x = ExpKeepingOutput.backward(node, mg.ones(2))
+    saved_x, saved_y, _ = node.seen
+    assert saved_x is x and saved_y.grad_fn is None
+    np.testing.assert_allclose(saved_y.numpy(), np.exp([0.5, -1.0]), rtol=1e-6)
+    np.testing.assert_allclose(grad_x.numpy(), np.exp([0.5, -1.0]), rtol=1e-6)
+
+
 class SplitScale(mg.autograd.Function):
     """Two outputs: (2x, 3x); dL/dx = 2 g_a + 3 g_b."""
 

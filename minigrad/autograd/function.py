@@ -20,7 +20,9 @@ itself a graph, and second derivatives come for free (the DeZero and PyTorch des
 
 A saved array that *is* one of the op's input or output arrays comes back from
 ``ctx.saved_tensors`` as that very Tensor, still connected to the graph; anything else comes
-back as a constant. That is what makes ``grad * y`` above differentiable in ``x``.
+back as a constant. That is what makes ``grad * y`` above differentiable in ``x``. The link is
+made when ``saved_tensors`` is read, not when forward saves: most backward passes read
+``saved_arrays`` and never need it.
 """
 
 from __future__ import annotations
@@ -42,15 +44,6 @@ def next_sequence_number() -> int:
     """The number the next node will get. ``nn.Module`` notes it before and after its forward,
     so that every node numbered in between is known to come from that module call."""
     return _NodeCounter.next
-
-
-class _SavedOutput:
-    """A saved output of the op itself. Held weakly (the output holds this node already)."""
-
-    __slots__ = ("index", "array")
-
-    def __init__(self, index, array):
-        self.index, self.array = index, array
 
 
 class Context:
@@ -105,27 +98,18 @@ class Context:
         )
 
     def _as_tensor(self, value):
-        if type(value) is np.ndarray:  # the common case: an intermediate array
-            return Tensor._make(value)
-        if isinstance(value, Tensor):
+        """A saved value as a Tensor: the input or output Tensor that holds this very array
+        (so that create_graph can differentiate through it), else a constant."""
+        if not hasattr(value, "shape") or isinstance(value, Tensor):
             return value
-        if isinstance(value, _SavedOutput):
-            output = self.outputs[value.index]()
-            return output if output is not None else Tensor._make(value.array)
-        if hasattr(value, "shape") and hasattr(value, "dtype"):
-            return Tensor._make(value)
-        return value
-
-    def _link_saved(self, arrays, output_arrays) -> None:
-        """Replace saved arrays that are inputs or outputs by the Tensors that hold them."""
-        holders = {}  # id of an input or output array -> what to save instead
-        for arg, array in zip(self.inputs, arrays):
-            if arg is not array:  # a Tensor input (other arguments are passed as they are)
-                holders.setdefault(id(array), arg)
-        for index, out in enumerate(output_arrays):
-            holders.setdefault(id(out), _SavedOutput(index, out))
-        # every saved array is still alive (self._saved holds it), so its id is unique
-        self._saved = tuple([holders.get(id(value), value) for value in self._saved])
+        for arg in self.inputs:
+            if isinstance(arg, Tensor) and arg.data is value:
+                return arg
+        for ref in self.outputs:
+            output = ref()  # held weakly: the output holds this node already
+            if output is not None and output.data is value:
+                return output
+        return Tensor._make(value)
 
     def free_saved(self) -> None:
         """Drop what forward saved (backward calls this unless retain_graph=True)."""
@@ -140,13 +124,9 @@ class Context:
 
 
 def _raw(value):
-    """A saved value as forward saved it: the array of a Tensor or of a _SavedOutput."""
-    if type(value) is np.ndarray:
-        return value
+    """A saved value as forward saved it (a saved Tensor gives its array)."""
     if isinstance(value, Tensor):
         return value.data
-    if isinstance(value, _SavedOutput):
-        return value.array
     return value
 
 
@@ -217,7 +197,7 @@ class Function:
             return Tensor._make(output)
 
         out = Tensor._make(output, True, ctx, 0)
-        _record(ctx, cls, args, raw, needs_grad, (output,), (out,))
+        _record(ctx, cls, args, needs_grad, (out,))
         return out
 
 
@@ -235,11 +215,11 @@ def _wrap_outputs(cls, ctx, args, raw, output, needs_grad):
     outs = tuple(Tensor._make(a, True, ctx, i) for i, a in enumerate(arrays))
     # for zeros in place of the gradient of an output that was dropped unused
     ctx.output_specs = tuple((a.shape, a.dtype, array_module(a)) for a in arrays)
-    _record(ctx, cls, args, raw, needs_grad, arrays, outs)
+    _record(ctx, cls, args, needs_grad, outs)
     return outs
 
 
-def _record(ctx, cls, args, raw, needs_grad, arrays, outs) -> None:
+def _record(ctx, cls, args, needs_grad, outs) -> None:
     """Make ``ctx`` the graph node of this call: the op, its inputs, its outputs."""
     ctx.function = cls
     ctx.inputs = args
@@ -247,8 +227,6 @@ def _record(ctx, cls, args, raw, needs_grad, arrays, outs) -> None:
     ctx.outputs = tuple([weakref.ref(out) for out in outs])
     ctx.seq = _NodeCounter.next
     _NodeCounter.next += 1
-    if ctx._saved:
-        ctx._link_saved(raw, arrays)
 
 
 def _as_array(value, like):
