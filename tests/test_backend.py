@@ -46,6 +46,14 @@ def test_normal_cdf_float64_is_erf_based():
     np.testing.assert_allclose(backend.normal_cdf(x), want, rtol=1e-15, atol=1e-300)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_normal_cdf_writes_into_out(dtype):
+    x = np.linspace(-6, 6, 101).astype(dtype).reshape(1, 101)
+    out = np.full_like(x, np.nan)
+    assert backend.normal_cdf(x, out=out) is out
+    np.testing.assert_array_equal(out, backend.normal_cdf(x))
+
+
 def _gelu(x):
     from minigrad import ops
 

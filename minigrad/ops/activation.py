@@ -162,7 +162,7 @@ def _gelu_tanh(x, s, y):
 
 def _gelu_exact(x, cdf, y):
     """cdf = Phi(x), y = x Phi(x), written into cdf and y."""
-    cdf[...] = normal_cdf(x)
+    normal_cdf(x, out=cdf)
     xp_of(x).multiply(x, cdf, out=y)
 
 
