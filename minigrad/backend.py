@@ -284,9 +284,8 @@ def _normal_cdf_float32(x: np.ndarray, out: np.ndarray) -> np.ndarray:
         zs, ts, qs = z[: xs.size], t[: xs.size], q[: xs.size]
         np.abs(xs, out=zs)
         zs *= np.float32(1 / math.sqrt(2))  # z = |x| / sqrt 2
-        np.multiply(zs, np.float32(0.5), out=ts)
-        ts += np.float32(1)
-        np.reciprocal(ts, out=ts)  # t = 1 / (1 + z/2)
+        np.add(zs, np.float32(2), out=ts)
+        np.divide(np.float32(2), ts, out=ts)  # t = 1 / (1 + z/2) = 2 / (2 + z), bit for bit
         np.multiply(ts, _ERFC_FIT[9], out=qs)  # P(t) by Horner's rule
         for coefficient in _ERFC_FIT[8:0:-1]:
             qs += coefficient
