@@ -106,6 +106,11 @@ class Tensor:
     def numel(self) -> int:
         return int(self.data.size)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes the values take: numel() times the size of one (as torch.Tensor.nbytes)."""
+        return int(self.data.nbytes)
+
     def __len__(self) -> int:
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")

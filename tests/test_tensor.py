@@ -13,6 +13,7 @@ def test_attributes(device):
     t = mg.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], device=device, requires_grad=True)
     assert t.shape == (2, 3) and isinstance(t.shape, tuple)
     assert t.ndim == 2 and t.dim() == 2 and t.numel() == 6 and len(t) == 2
+    assert t.nbytes == 24 and t.double().nbytes == 48  # 6 values of 4 and of 8 bytes
     assert t.size() == (2, 3) and t.size(-1) == 3
     assert t.dtype == np.float32 and t.device == device
     assert t.requires_grad and t.is_leaf and t.grad is None and t.grad_fn is None

@@ -120,7 +120,7 @@ class Context:
     def count_saved_bytes(self) -> int:
         if self._freed:
             return self.saved_bytes
-        return sum([getattr(_raw(value), "nbytes", 0) for value in self._saved])
+        return sum([getattr(value, "nbytes", 0) for value in self._saved])  # arrays, Tensors
 
 
 def _raw(value):
