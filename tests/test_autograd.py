@@ -289,6 +289,8 @@ def test_saved_tensors_are_the_input_and_output_tensors_themselves():
     assert saved_x is x and saved_y is y  # linked to the graph: second derivatives see them
     assert twice.grad_fn is None and not twice.requires_grad  # anything else: a constant
     np.testing.assert_allclose(x.grad.numpy(), np.exp([0.5, -1.0]), rtol=1e-6)
+    (second,) = mg.autograd.grad(x.grad.sum(), [x])  # d/dx of dy/dx = e^x, through saved y
+    np.testing.assert_allclose(second.numpy(), np.exp([0.5, -1.0]), rtol=1e-6)
 
 
 def test_saved_output_whose_tensor_is_gone_comes_back_as_a_constant():
