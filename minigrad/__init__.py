@@ -56,6 +56,7 @@ from minigrad.ops import (
 )
 from minigrad.rng import manual_seed
 from minigrad.tensor import Tensor
+from minigrad.threads import get_num_threads, set_num_threads
 
 float32 = np.float32
 float64 = np.float64
@@ -103,7 +104,7 @@ __all__ = [
     "matmul", "stack", "where", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs",
     "clamp", "softmax", "log_softmax", "manual_seed", "float32", "float64", "float16",
     "int64", "int32", "bool_", "bool", "long", "double", "sum", "mean", "is_tensor",
-    "nn", "optim", "viz", "study", "save", "load",
+    "set_num_threads", "get_num_threads", "nn", "optim", "viz", "study", "save", "load",
 ]  # fmt: skip
 
 host_memory.keep_freed_memory()  # no page faults from re-allocating each step's arrays

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 
 import numpy as np
+
+from minigrad import threads
 
 DEVICES = ("cpu", "cuda")
 GPU_INSTALL_HINT = (
@@ -324,45 +325,65 @@ def normal_cdf(x, out=None):
     return out
 
 
-# -- two cores for elementwise work ---------------------------------------------------------
+# -- two cores: halves of big operations for the helper thread (minigrad.threads) ---------
 
 PARALLEL_MIN_SIZE = 1 << 17  # below this many values a thread hand-off costs more than it saves
-_pool = None  # one worker thread (the calling thread does the other half)
-
-
-def _forget_pool() -> None:
-    global _pool
-    _pool = None  # a forked child has no worker thread: it starts its own when needed
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
+PRODUCT_MIN_SIZE = 1 << 21  # the same for matrix products, in multiply-adds
 
 
 def in_two_halves(fn, *arrays) -> None:
     """Call ``fn(*arrays)``, which must write its results into some of ``arrays``, as two
-    calls on the first and the second half of the rows, at the same time in two threads.
+    calls on the first and the second half of the rows, at the same time: the second half on
+    minigrad's helper thread (see minigrad.threads).
 
     NumPy releases the GIL inside its loops, so the halves really run in parallel: ufunc
-    passes over big arrays take about 0.6x the time. Small arrays, CuPy arrays and one-core
-    machines get the plain call ``fn(*arrays)``, which computes exactly the same values.
+    passes over big arrays take about 0.6x the time. Small arrays, CuPy arrays and one-thread
+    settings get the plain call ``fn(*arrays)``, which computes exactly the same values.
     """
-    global _pool
     first = arrays[0]
     if not is_numpy(first) or first.size < PARALLEL_MIN_SIZE or first.shape[0] < 2:
         fn(*arrays)
         return
-    if _pool is None:
-        if (os.cpu_count() or 1) < 2:
-            fn(*arrays)
-            return
-        from concurrent.futures import ThreadPoolExecutor
-
-        _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="minigrad")
+    helper = threads.helper()
+    if helper is None:
+        fn(*arrays)
+        return
     half = first.shape[0] // 2
-    second = _pool.submit(fn, *(a[half:] for a in arrays))
-    fn(*(a[:half] for a in arrays))
-    second.result()
+    helper.run(lambda: fn(*(a[half:] for a in arrays)), lambda: fn(*(a[:half] for a in arrays)))
+
+
+def matmul(a, b):
+    """a @ b. A big NumPy product is computed in two halves along the first axis (rows of a
+    matrix, or matrices of a batch), one on the helper thread, which then owns the second
+    core while BLAS runs on one thread (see minigrad.threads). Anything else is ``a @ b``."""
+    if (
+        type(a) is not np.ndarray
+        or type(b) is not np.ndarray
+        or a.ndim < 2
+        or b.ndim < 2
+        or a.dtype != b.dtype
+        or a.shape[0] < 2
+        or a.shape[-1] != b.shape[-2]
+        or a.size * b.shape[-1] < PRODUCT_MIN_SIZE  # rows x inner x columns
+    ):
+        return a @ b
+    if a.ndim == 2 and b.ndim == 2:
+        split_b = False  # rows of a, all of b
+    elif a.shape[:-2] == b.shape[:-2]:
+        split_b = True  # matrices of a batch, each with its own b
+    else:
+        return a @ b
+    helper = threads.helper()
+    if helper is None or not helper.spins:  # without a spinning helper, BLAS shares the work
+        return a @ b
+    out = np.empty(a.shape[:-1] + b.shape[-1:], a.dtype)
+    half = a.shape[0] // 2
+    b_first, b_second = (b[:half], b[half:]) if split_b else (b, b)
+    helper.run(
+        lambda: np.matmul(a[half:], b_second, out=out[half:]),
+        lambda: np.matmul(a[:half], b_first, out=out[:half]),
+    )
+    return out
 
 
 def default_rng(device: str):

@@ -17,6 +17,7 @@ import minigrad as mg
 # `pytest -n 2` already keeps both cores busy; a second BLAS thread per worker would only
 # fight for them (and the toy matrices here are too small to share anyway).
 threadpool_limits(limits=1, user_api="blas")
+mg.set_num_threads(1)  # no helper thread either; tests of it ask for two (tests/test_threads.py)
 
 # Few examples per property keep the suite fast; no deadline, since the first call of an op
 # may import SciPy or compile CuPy kernels.

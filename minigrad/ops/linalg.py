@@ -7,6 +7,7 @@ from __future__ import annotations
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
 from minigrad.backend import column_sums
+from minigrad.backend import matmul as matmul_arrays
 from minigrad.errors import ShapeError
 from minigrad.ops._helpers import sum_array_to
 from minigrad.ops.shape import reshape, squeeze, sum_to, transpose, unsqueeze
@@ -24,7 +25,7 @@ class Matmul(Function):
                 f"({a.shape[-1]} columns against {b.shape[-2]} rows)"
             )
         ctx.save_for_backward(a, b)
-        return a @ b
+        return matmul_arrays(a, b)
 
     @staticmethod
     def backward(ctx, grad):
@@ -52,7 +53,7 @@ class Linear(Function):
                 f"of shape {weight.shape} expects {weight.shape[-1]}"
             )
         ctx.save_for_backward(x, weight)
-        y = x.reshape(-1, x.shape[-1]) @ weight.T
+        y = matmul_arrays(x.reshape(-1, x.shape[-1]), weight.T)
         if bias is not None:
             y += bias
         return y.reshape(x.shape[:-1] + (weight.shape[0],))
@@ -83,9 +84,9 @@ def _matmul_grads_on_arrays(ctx, grad) -> tuple:
     a, b = ctx.saved_arrays
     grad_a = grad_b = None
     if ctx.needs_input_grad[0]:
-        grad_a = Tensor._make(sum_array_to(grad @ b.swapaxes(-1, -2), a.shape))
+        grad_a = Tensor._make(sum_array_to(matmul_arrays(grad, b.swapaxes(-1, -2)), a.shape))
     if ctx.needs_input_grad[1]:
-        grad_b = Tensor._make(sum_array_to(a.swapaxes(-1, -2) @ grad, b.shape))
+        grad_b = Tensor._make(sum_array_to(matmul_arrays(a.swapaxes(-1, -2), grad), b.shape))
     return grad_a, grad_b
 
 
@@ -95,9 +96,9 @@ def _linear_grads_on_arrays(ctx, grad) -> tuple:
     grad_rows = grad.reshape(-1, out_features)
     grad_x = grad_w = grad_b = None
     if ctx.needs_input_grad[0]:
-        grad_x = Tensor._make((grad_rows @ weight).reshape(x.shape))
+        grad_x = Tensor._make(matmul_arrays(grad_rows, weight).reshape(x.shape))
     if ctx.needs_input_grad[1]:
-        grad_w = Tensor._make(grad_rows.T @ x.reshape(-1, in_features))
+        grad_w = Tensor._make(matmul_arrays(grad_rows.T, x.reshape(-1, in_features)))
     if ctx.needs_input_grad[2]:
         grad_b = Tensor._make(column_sums(grad_rows))  # by BLAS (see backend.column_sums)
     return grad_x, grad_w, grad_b

@@ -16,6 +16,7 @@ from minigrad.backend import (
     fused_centered_sum_of_squares,
     fused_layer_norm_input_grad,
     fused_layer_norm_output,
+    in_two_halves,
     row_means,
     sum_of_products,
 )
@@ -82,18 +83,30 @@ def _forward_on_gpu(ctx, x, weight, bias, axes, eps):
 
 def _normalize(x, weight, bias, eps):
     """LayerNorm.forward's arithmetic on the rows of a matrix x (weight and bias: one value
-    per column, or None): returns (xhat, rstd, y)."""
+    per column, or None): returns (xhat, rstd, y). Big matrices use both cores, half of the
+    rows each (backend.in_two_halves)."""
     xp = xp_of(x)
-    xhat = x - row_means(x)  # x - mu
-    rstd = sum_of_products(xhat, xhat, (1,))
+    xhat, y = xp.empty_like(x), xp.empty_like(x)
+    rstd = xp.empty((x.shape[0], 1), x.dtype)
+    in_two_halves(lambda *rows: _normalize_rows(*rows, weight, bias, eps), x, xhat, rstd, y)
+    return xhat, rstd, y
+
+
+def _normalize_rows(x, xhat, rstd, y, weight, bias, eps) -> None:
+    """_normalize's arithmetic, written into xhat, rstd and y."""
+    xp = xp_of(x)
+    xp.subtract(x, row_means(x), out=xhat)  # x - mu
+    sum_of_products(xhat, xhat, (1,), out=rstd)
     rstd *= 1.0 / x.shape[1]  # sigma^2
     rstd += eps
     xp.power(rstd, -0.5, out=rstd)  # 1 / sqrt(sigma^2 + eps)
     xhat *= rstd
-    y = xhat * weight if weight is not None else xhat.copy()
+    if weight is not None:
+        xp.multiply(xhat, weight, out=y)
+    else:
+        y[...] = xhat
     if bias is not None:
         y += bias
-    return xhat, rstd, y
 
 
 def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
@@ -136,14 +149,25 @@ def _row(param):
 
 
 def _input_grad(grad, xhat, rstd, weight):
-    """dL/dx on the rows of matrices (see LayerNorm)."""
-    grad_x = grad * weight if weight is not None else grad.copy()  # dL/dxhat
+    """dL/dx on the rows of matrices (see LayerNorm), on both cores for big ones."""
+    xp = xp_of(grad)
+    dtype = grad.dtype if weight is None else xp.result_type(grad, weight)
+    grad_x = xp.empty(grad.shape, dtype)
+    in_two_halves(lambda *rows: _input_grad_rows(*rows, weight), grad, xhat, rstd, grad_x)
+    return grad_x
+
+
+def _input_grad_rows(grad, xhat, rstd, grad_x, weight) -> None:
+    """_input_grad's arithmetic, written into grad_x."""
+    if weight is not None:
+        xp_of(grad).multiply(grad, weight, out=grad_x)  # dL/dxhat
+    else:
+        grad_x[...] = grad
     mean_grad_xhat_xhat = sum_of_products(grad_x, xhat, (1,))
     mean_grad_xhat_xhat *= 1.0 / grad.shape[1]
     grad_x -= row_means(grad_x)
     grad_x -= xhat * mean_grad_xhat_xhat
     grad_x *= rstd
-    return grad_x
 
 
 def _wrap_grads(grad_x, grad_w, grad_b) -> tuple:

@@ -13,11 +13,12 @@ in place in the parameter's dtype; only the scalar factors are Python floats.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from minigrad.backend import array_module, fused_adam_update, is_numpy
+from minigrad.backend import array_module, fused_adam_update, in_two_halves, is_numpy
 from minigrad.optim.optimizer import Optimizer
 from minigrad.tensor import Tensor
 
@@ -61,8 +62,13 @@ class Adam(Optimizer):
             bias_correction2_sqrt=math.sqrt(1 - beta2**step),
         )
         m, v = state["exp_avg"], state["exp_avg_sq"]
-        if is_numpy(param.data):
-            adam_update(param.data, grad, m, v, coefficients)
+        p = param.data
+        if is_numpy(p) and p.flags.c_contiguous and m.flags.c_contiguous and v.flags.c_contiguous:
+            # flat views of p, m and v: a big parameter is updated on both cores, half each
+            update = functools.partial(adam_update, c=coefficients)
+            in_two_halves(update, p.reshape(-1), grad.reshape(-1), m.reshape(-1), v.reshape(-1))
+        elif is_numpy(p):
+            adam_update(p, grad, m, v, coefficients)
         else:  # the same lines as one CUDA kernel: one launch per parameter instead of a dozen
             fused_adam_update(param.data, grad, m, v, coefficients)
 

@@ -1,0 +1,243 @@
+"""Two cores for NumPy: a helper thread that computes one half of each big array operation.
+
+NumPy releases the GIL inside its loops and its BLAS calls, so two threads can compute the two
+halves of an operation at the same time (``backend.in_two_halves``, ``backend.matmul``). What
+costs is the hand-off. A thread that sleeps between tasks must be woken, and on a busy
+machine that takes 50 us to several ms; a training step makes about a hundred hand-offs.
+So, as PyTorch's OpenMP threads do, the helper *spins* while it waits for work:
+
+    main thread                              helper thread
+    task = second half; post.release()  ->   post.acquire()  (spinning, GIL released)
+    first half                               task()
+    done.acquire()  (spinning)          <-   done.release()
+
+``post`` and ``done`` are binary semaphores built on glibc's ``pthread_spin_lock``, called
+through ctypes, which releases the GIL for the call: the waiting thread spins in C while the
+other one runs Python. Each is released by one thread and acquired by the other, never the
+reverse. After ``IDLE_SECONDS`` without work a watchdog parks the helper (it sleeps on an
+Event), and the next task wakes it.
+
+OpenBLAS would otherwise keep a worker of its own on the second core (spinning there after
+each product for up to 0.1 s), and the two would fight for it. So from the helper's first
+task on, BLAS runs on one thread (set through threadpoolctl each time the helper wakes), and
+``backend.matmul`` splits the big products between the two threads itself.
+``set_num_threads(1)`` gives BLAS its threads back. (It must be the main thread that does:
+OpenBLAS ignores a raise of its thread count from any other thread, so parking cannot.)
+
+Where the C library has no spin locks (macOS, Windows, musl) the helper is a plain thread
+that sleeps between tasks, and products stay with BLAS. ``set_num_threads(1)``, or
+``MINIGRAD_NUM_THREADS=1`` in the environment, turns the helper off.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import time
+
+IDLE_SECONDS = 0.1  # the helper spins this long (to twice this long) after its last task
+
+
+def _spin_lock_calls():
+    """(acquire, release, init) on glibc's pthread spin locks, or None without them. acquire
+    releases the GIL while it spins (ctypes.CDLL); release keeps it (ctypes.PyDLL): a store."""
+    try:
+        libc, libc_keeping_gil = ctypes.CDLL(None), ctypes.PyDLL(None)
+        calls = (
+            libc.pthread_spin_lock,
+            libc_keeping_gil.pthread_spin_unlock,
+            libc.pthread_spin_init,
+        )
+    except (OSError, AttributeError):  # no C library by that name, or no spin locks in it
+        return None
+    for call in calls:
+        call.argtypes, call.restype = (ctypes.c_void_p,), ctypes.c_int
+    calls[2].argtypes = (ctypes.c_void_p, ctypes.c_int)
+    return calls
+
+
+_SPIN_LOCK = _spin_lock_calls()
+
+
+class _SpinSemaphore:
+    """A binary semaphore, taken at first: one thread releases it, the other acquires it by
+    spinning (without the GIL)."""
+
+    def __init__(self):
+        acquire, release, init = _SPIN_LOCK
+        self._word = ctypes.c_int()
+        self._address = ctypes.addressof(self._word)
+        self._acquire, self._release = acquire, release
+        init(self._address, 0)
+        acquire(self._address)
+
+    def acquire(self) -> None:
+        self._acquire(self._address)
+
+    def release(self) -> None:
+        self._release(self._address)
+
+
+class SpinningHelper:
+    """The helper thread of the module docstring: ``run(second, first)`` calls ``second()`` on
+    the helper and ``first()`` on the calling thread, at the same time."""
+
+    spins = True
+
+    def __init__(self):
+        self._post, self._done = _SpinSemaphore(), _SpinSemaphore()
+        self._task = None  # what the helper runs next; None parks it
+        self._error = None  # an exception raised by the helper's half
+        self._busy = threading.Lock()  # held by the thread that runs a task with the helper
+        self._awake = threading.Event()
+        self._tasks = 0  # posted so far: the watchdog parks the helper when this stops moving
+        self._blas = None  # threadpoolctl's BLAS controllers, once the helper first wakes
+        self._blas_threads = []  # their thread counts before that
+        threading.Thread(target=self._serve, name="minigrad-helper", daemon=True).start()
+        threading.Thread(target=self._watch, name="minigrad-watchdog", daemon=True).start()
+
+    def run(self, second, first) -> None:
+        if not self._busy.acquire(blocking=False):  # another thread (or this one, nested) has
+            second()  # the helper: compute both halves here, one after the other
+            first()
+            return
+        try:
+            if not self._awake.is_set():
+                self._wake()
+            self._tasks += 1
+            self._task = second
+            self._post.release()
+            try:
+                first()
+            finally:
+                self._done.acquire()  # never leave the helper working on our arrays
+            error, self._error = self._error, None
+        finally:
+            self._busy.release()
+        if error is not None:
+            raise error
+
+    def _serve(self) -> None:  # the helper thread
+        while True:
+            self._post.acquire()
+            task = self._task
+            if task is None:  # parked: sleep until the next task wakes us
+                self._done.release()
+                self._awake.wait()
+                continue
+            try:
+                task()
+            except BaseException as error:  # handed to the thread that posted the task
+                self._error = error
+            self._done.release()
+
+    def _watch(self) -> None:  # the watchdog thread
+        seen = -1
+        while True:
+            self._awake.wait()
+            time.sleep(IDLE_SECONDS)
+            with self._busy:
+                if self._tasks == seen and self._awake.is_set():
+                    self._park()
+                seen = self._tasks
+
+    def park(self) -> None:
+        """Stop spinning until the next task."""
+        with self._busy:
+            if self._awake.is_set():
+                self._park()
+
+    def give_blas_its_threads_back(self) -> None:
+        """Park, and set BLAS's thread counts back to what they were before the first wake."""
+        self.park()
+        if self._blas is not None:
+            for blas, count in zip(self._blas, self._blas_threads):
+                blas.set_num_threads(count)
+            self._blas = None
+
+    def _wake(self) -> None:
+        self._hold_blas_at_one_thread()
+        self._awake.set()
+
+    def _park(self) -> None:  # called with self._busy held
+        self._awake.clear()
+        self._task = None
+        self._post.release()
+        self._done.acquire()
+
+    def _hold_blas_at_one_thread(self) -> None:
+        if self._blas is None:
+            from threadpoolctl import ThreadpoolController
+
+            self._blas = ThreadpoolController().select(user_api="blas").lib_controllers
+            self._blas_threads = [blas.num_threads for blas in self._blas]
+        for blas in self._blas:  # every time: the user may have raised it in between
+            blas.set_num_threads(1)
+
+
+class SleepingHelper:
+    """The same ``run`` on a thread that sleeps between tasks (no spin locks here)."""
+
+    spins = False
+
+    def __init__(self):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="minigrad-helper")
+
+    def run(self, second, first) -> None:
+        future = self._pool.submit(second)
+        try:
+            first()
+        finally:
+            future.result()
+
+
+def _default_threads() -> int:
+    setting = os.environ.get("MINIGRAD_NUM_THREADS")
+    if setting is not None and setting.strip().isdigit() and int(setting) >= 1:
+        return min(int(setting), 2)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return min(cores, 2)
+
+
+_threads = _default_threads()
+_helper = None
+
+
+def set_num_threads(count: int) -> None:
+    """The threads minigrad computes with (as ``torch.set_num_threads``): 1 turns the helper
+    thread off; 2 or more use it (minigrad uses at most two)."""
+    global _threads
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"set_num_threads: expected an int of at least 1, got {count!r}")
+    _threads = min(count, 2)
+    if _threads == 1 and isinstance(_helper, SpinningHelper):
+        _helper.give_blas_its_threads_back()
+
+
+def get_num_threads() -> int:
+    return _threads
+
+
+def helper():
+    """The helper thread, started on first use; None when minigrad runs on one thread."""
+    global _helper
+    if _threads < 2:
+        return None
+    if _helper is None:
+        _helper = SpinningHelper() if _SPIN_LOCK is not None else SleepingHelper()
+    return _helper
+
+
+def _forget_helper() -> None:
+    global _helper
+    _helper = None  # a forked child has no helper thread: it starts its own when needed
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_helper)

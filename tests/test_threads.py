@@ -1,0 +1,197 @@
+"""The helper thread (minigrad.threads) and the operations that hand it half their work: each
+must compute what the plain call on one thread computes."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import backend, threads
+
+
+@pytest.fixture
+def two_threads():
+    """minigrad on two threads for one test (the suite runs on one: tests/conftest.py)."""
+    before = mg.get_num_threads()
+    mg.set_num_threads(2)
+    yield threads.helper()
+    mg.set_num_threads(before)
+
+
+@pytest.fixture(params=["spinning", "sleeping"])
+def helper(request, two_threads):
+    if request.param == "spinning":
+        if not two_threads.spins:
+            pytest.skip("no pthread spin locks in this C library")
+        return two_threads
+    return threads.SleepingHelper()
+
+
+def test_run_computes_both_halves_at_once(helper):
+    # the helper's half starts while the caller's half is still running
+    started = threading.Event()
+    seen = []
+
+    def second():
+        started.set()
+        seen.append("second")
+
+    def first():
+        assert started.wait(timeout=10), "the helper never started its half"
+        seen.append("first")
+
+    helper.run(second, first)
+    assert sorted(seen) == ["first", "second"]
+
+
+def test_an_error_in_either_half_reaches_the_caller_and_the_helper_survives(helper):
+    def fail():
+        raise ValueError("half failed")
+
+    with pytest.raises(ValueError, match="half failed"):
+        helper.run(fail, lambda: None)
+    with pytest.raises(ValueError, match="half failed"):
+        helper.run(lambda: None, fail)
+    out = []
+    helper.run(lambda: out.append(2), lambda: out.append(1))
+    assert sorted(out) == [1, 2]
+
+
+def test_a_nested_or_concurrent_run_computes_in_place(two_threads):
+    # a run() inside a run() (or from a second thread while one runs) cannot wait for the
+    # helper, which is busy: it computes both halves itself
+    out = []
+    two_threads.run(
+        lambda: out.append("outer second"),
+        lambda: two_threads.run(lambda: out.append("inner second"), lambda: out.append("inner")),
+    )
+    assert sorted(out) == ["inner", "inner second", "outer second"]
+
+
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    counts = [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+    if not counts:
+        pytest.skip("no BLAS that threadpoolctl can control")
+    return set(counts)
+
+
+def test_the_idle_helper_parks_and_wakes_again(two_threads, monkeypatch):
+    if not two_threads.spins:
+        pytest.skip("no pthread spin locks in this C library")
+    monkeypatch.setattr(threads, "IDLE_SECONDS", 0.01)
+    two_threads.run(lambda: None, lambda: None)
+    deadline = time.monotonic() + 10
+    while two_threads._awake.is_set() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not two_threads._awake.is_set(), "the watchdog never parked the idle helper"
+    out = []
+    two_threads.run(lambda: out.append(2), lambda: out.append(1))
+    assert sorted(out) == [1, 2]
+
+
+def test_blas_runs_on_one_thread_until_set_num_threads_1(two_threads):
+    if not two_threads.spins:
+        pytest.skip("no pthread spin locks in this C library")
+    from threadpoolctl import threadpool_limits
+
+    mg.set_num_threads(1)  # a fresh start: BLAS as it was
+    with threadpool_limits(limits=2, user_api="blas"):
+        mg.set_num_threads(2)
+        two_threads.run(lambda: None, lambda: None)  # wakes the helper
+        assert _blas_threads() == {1}
+        mg.set_num_threads(1)
+        assert _blas_threads() == {2}
+
+
+def test_set_num_threads_turns_the_helper_off_and_on(two_threads):
+    mg.set_num_threads(1)
+    assert mg.get_num_threads() == 1 and threads.helper() is None
+    mg.set_num_threads(8)  # minigrad uses at most two
+    assert mg.get_num_threads() == 2 and threads.helper() is two_threads
+    for wrong in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="set_num_threads"):
+            mg.set_num_threads(wrong)
+
+
+@pytest.mark.parametrize(
+    "shape_a, shape_b",
+    [
+        ((512, 64), (64, 96)),  # rows of a matrix
+        ((6, 64, 48), (6, 48, 80)),  # matrices of a batch
+        ((2, 3, 64, 64), (2, 3, 64, 64)),  # a batch of batches
+        ((3, 300, 40), (40, 50)),  # a broadcast b: left to NumPy
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_in_halves_equals_one_product(two_threads, monkeypatch, shape_a, shape_b, dtype):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(shape_a).astype(dtype)
+    b = rng.standard_normal(shape_b).astype(dtype)
+    monkeypatch.setattr(backend, "PRODUCT_MIN_SIZE", 1)  # split even these small products
+    tolerance = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(backend.matmul(a, b), a @ b, rtol=tolerance, atol=tolerance)
+    # transposed views, as the products of backward take them
+    at, bt = np.ascontiguousarray(a.swapaxes(-1, -2)), np.ascontiguousarray(b.swapaxes(-1, -2))
+    np.testing.assert_allclose(
+        backend.matmul(at.swapaxes(-1, -2), bt.swapaxes(-1, -2)),
+        a @ b,
+        rtol=tolerance,
+        atol=tolerance,
+    )
+
+
+def test_a_linear_layer_on_two_threads_matches_one(two_threads, monkeypatch):
+    layer = mg.nn.Linear(64, 48)
+    x = mg.randn(4, 128, 64, requires_grad=True)
+    grad = mg.randn(4, 128, 48)
+
+    def value_and_grads():
+        y = layer(x)
+        y.backward(grad)
+        result = [y.numpy().copy(), x.grad.numpy().copy(), layer.weight.grad.numpy().copy()]
+        x.grad = layer.weight.grad = layer.bias.grad = None
+        return result
+
+    monkeypatch.setattr(backend, "PRODUCT_MIN_SIZE", 1)
+    split = value_and_grads()
+    mg.set_num_threads(1)
+    plain = value_and_grads()
+    for ours, theirs in zip(split, plain):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+def test_adamw_on_two_threads_matches_one(two_threads, monkeypatch):
+    def train(threads_count):
+        mg.set_num_threads(threads_count)
+        mg.manual_seed(0)
+        param = mg.nn.Parameter(mg.randn(300, 300))  # above PARALLEL_MIN_SIZE
+        opt = mg.optim.AdamW([param], lr=0.1)
+        for step in range(3):
+            param.grad = mg.full((300, 300), float(step + 1)) - param.detach()
+            opt.step()
+        return param.numpy().copy()
+
+    assert 300 * 300 >= backend.PARALLEL_MIN_SIZE // 2
+    monkeypatch.setattr(backend, "PARALLEL_MIN_SIZE", 1 << 10)
+    np.testing.assert_array_equal(train(2), train(1))
+
+
+def test_the_helper_survives_fork(two_threads):
+    backend.in_two_halves(lambda a: a.__iadd__(1), np.zeros(1 << 18))  # start the helper
+    pid = os.fork()
+    if pid == 0:  # the child: a new helper, not a hang on the parent's dead thread
+        try:
+            out = np.zeros(1 << 18)
+            backend.in_two_halves(lambda a: a.__iadd__(1), out)
+            os._exit(0 if out.min() == 1 else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
