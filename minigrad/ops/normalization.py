@@ -12,6 +12,7 @@ import numpy as np
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
 from minigrad.backend import (
+    PARALLEL_MIN_SIZE,
     column_sums,
     fused_centered_sum_of_squares,
     fused_layer_norm_input_grad,
@@ -84,29 +85,37 @@ def _forward_on_gpu(ctx, x, weight, bias, axes, eps):
 def _normalize(x, weight, bias, eps):
     """LayerNorm.forward's arithmetic on the rows of a matrix x (weight and bias: one value
     per column, or None): returns (xhat, rstd, y). Big matrices use both cores, half of the
-    rows each (backend.in_two_halves)."""
+    rows each (backend.in_two_halves), written into arrays made for the whole."""
+    if x.size < PARALLEL_MIN_SIZE:
+        return _normalize_rows(x, weight, bias, eps)
     xp = xp_of(x)
-    xhat, y = xp.empty_like(x), xp.empty_like(x)
-    rstd = xp.empty((x.shape[0], 1), x.dtype)
-    in_two_halves(lambda *rows: _normalize_rows(*rows, weight, bias, eps), x, xhat, rstd, y)
+    xhat, rstd, y = xp.empty_like(x), xp.empty((x.shape[0], 1), x.dtype), xp.empty_like(x)
+
+    def halve(x, xhat, rstd, y):
+        _normalize_rows(x, weight, bias, eps, xhat, rstd, y)
+
+    in_two_halves(halve, x, xhat, rstd, y)
     return xhat, rstd, y
 
 
-def _normalize_rows(x, xhat, rstd, y, weight, bias, eps) -> None:
-    """_normalize's arithmetic, written into xhat, rstd and y."""
+def _normalize_rows(x, weight, bias, eps, xhat=None, rstd=None, y=None):
+    """_normalize's arithmetic, into xhat, rstd and y where given (new arrays where None)."""
     xp = xp_of(x)
-    xp.subtract(x, row_means(x), out=xhat)  # x - mu
-    sum_of_products(xhat, xhat, (1,), out=rstd)
+    xhat = xp.subtract(x, row_means(x), out=xhat)  # x - mu
+    rstd = sum_of_products(xhat, xhat, (1,), out=rstd)
     rstd *= 1.0 / x.shape[1]  # sigma^2
     rstd += eps
     xp.power(rstd, -0.5, out=rstd)  # 1 / sqrt(sigma^2 + eps)
     xhat *= rstd
     if weight is not None:
-        xp.multiply(xhat, weight, out=y)
+        y = xp.multiply(xhat, weight, out=y)
+    elif y is None:
+        y = xhat.copy()
     else:
         y[...] = xhat
     if bias is not None:
         y += bias
+    return xhat, rstd, y
 
 
 def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
@@ -150,17 +159,23 @@ def _row(param):
 
 def _input_grad(grad, xhat, rstd, weight):
     """dL/dx on the rows of matrices (see LayerNorm), on both cores for big ones."""
+    if grad.size < PARALLEL_MIN_SIZE:
+        return _input_grad_rows(grad, xhat, rstd, weight)
     xp = xp_of(grad)
     dtype = grad.dtype if weight is None else xp.result_type(grad, weight)
     grad_x = xp.empty(grad.shape, dtype)
-    in_two_halves(lambda *rows: _input_grad_rows(*rows, weight), grad, xhat, rstd, grad_x)
+    in_two_halves(
+        lambda *rows: _input_grad_rows(*rows[:3], weight, rows[3]), grad, xhat, rstd, grad_x
+    )
     return grad_x
 
 
-def _input_grad_rows(grad, xhat, rstd, grad_x, weight) -> None:
-    """_input_grad's arithmetic, written into grad_x."""
+def _input_grad_rows(grad, xhat, rstd, weight, grad_x=None):
+    """_input_grad's arithmetic, into grad_x where given (a new array where None)."""
     if weight is not None:
-        xp_of(grad).multiply(grad, weight, out=grad_x)  # dL/dxhat
+        grad_x = xp_of(grad).multiply(grad, weight, out=grad_x)  # dL/dxhat
+    elif grad_x is None:
+        grad_x = grad.copy()
     else:
         grad_x[...] = grad
     mean_grad_xhat_xhat = sum_of_products(grad_x, xhat, (1,))
@@ -168,6 +183,7 @@ def _input_grad_rows(grad, xhat, rstd, grad_x, weight) -> None:
     grad_x -= row_means(grad_x)
     grad_x -= xhat * mean_grad_xhat_xhat
     grad_x *= rstd
+    return grad_x
 
 
 def _wrap_grads(grad_x, grad_w, grad_b) -> tuple:
