@@ -40,8 +40,9 @@ def build_parser() -> ArgumentParser:
         type=int,
         default=1,
         metavar="N",
-        help="threads for NumPy's matrix products (default 1: a toy model's products are "
-        "too small to share, and extra threads only fight for the cores)",
+        help="threads for NumPy's BLAS (default 1). minigrad splits its big products "
+        "between two threads itself (minigrad/threads.py; MINIGRAD_NUM_THREADS=1 turns "
+        "that off), and holds BLAS at one thread while it does",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
