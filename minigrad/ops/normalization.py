@@ -164,9 +164,11 @@ def _input_grad(grad, xhat, rstd, weight):
     xp = xp_of(grad)
     dtype = grad.dtype if weight is None else xp.result_type(grad, weight)
     grad_x = xp.empty(grad.shape, dtype)
-    in_two_halves(
-        lambda *rows: _input_grad_rows(*rows[:3], weight, rows[3]), grad, xhat, rstd, grad_x
-    )
+
+    def halve(grad, xhat, rstd, grad_x):
+        _input_grad_rows(grad, xhat, rstd, weight, grad_x)
+
+    in_two_halves(halve, grad, xhat, rstd, grad_x)
     return grad_x
 
 
