@@ -147,6 +147,64 @@ def test_matmul_in_halves_equals_one_product(two_threads, monkeypatch, shape_a, 
     )
 
 
+@pytest.mark.parametrize("split", [True, False])
+def test_matmul_adds_a_row_to_the_product(two_threads, monkeypatch, split):
+    rng = np.random.default_rng(1)
+    a, b, row = (
+        rng.standard_normal((300, 40)),
+        rng.standard_normal((40, 50)),
+        rng.standard_normal(50),
+    )
+    monkeypatch.setattr(backend, "PRODUCT_MIN_SIZE", 1 if split else 1 << 40)
+    np.testing.assert_allclose(backend.matmul(a, b, add=row), a @ b + row, rtol=1e-12)
+
+
+def test_matmul_pair_computes_both_products_each_on_its_own_thread(two_threads, monkeypatch):
+    rng = np.random.default_rng(2)
+    a1, b1 = rng.standard_normal((8, 64, 32)), rng.standard_normal((8, 32, 64))
+    a2, b2 = rng.standard_normal((200, 30)), rng.standard_normal((30, 70))
+    monkeypatch.setattr(backend, "PRODUCT_MIN_SIZE", 1)
+    callers = set()
+    helper = threads.helper()
+    run = helper.run
+
+    def watched_run(second, first):
+        def second_noted():
+            callers.add(threading.get_ident())
+            second()
+
+        run(second_noted, first)
+
+    monkeypatch.setattr(helper, "run", watched_run)
+    first, second = backend.matmul_pair((a1, b1), (a2, b2))
+    np.testing.assert_allclose(first, a1 @ b1, rtol=1e-12)
+    np.testing.assert_allclose(second, a2 @ b2, rtol=1e-12)
+    assert callers and threading.get_ident() not in callers  # the second ran on the helper
+    # a missing pair gives None; the other product is still computed
+    assert backend.matmul_pair(None, (a2, b2))[0] is None
+    np.testing.assert_allclose(backend.matmul_pair((a1, b1), None)[0], a1 @ b1, rtol=1e-12)
+
+
+def test_attention_products_on_two_threads_match_one(two_threads, monkeypatch):
+    q = mg.randn(2, 4, 64, 32, requires_grad=True)
+    k = mg.randn(2, 4, 64, 32, requires_grad=True)
+    grad = mg.randn(2, 4, 64, 64)
+
+    def value_and_grads():
+        scores = q @ k.transpose(-1, -2)
+        scores.backward(grad)
+        result = [scores.numpy().copy(), q.grad.numpy().copy(), k.grad.numpy().copy()]
+        q.grad = k.grad = None
+        return result
+
+    monkeypatch.setattr(backend, "PRODUCT_MIN_SIZE", 1)
+    split = value_and_grads()
+    mg.set_num_threads(1)
+    plain = value_and_grads()
+    for ours, theirs in zip(split, plain):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
 def test_a_linear_layer_on_two_threads_matches_one(two_threads, monkeypatch):
     layer = mg.nn.Linear(64, 48)
     x = mg.randn(4, 128, 64, requires_grad=True)
@@ -155,7 +213,8 @@ def test_a_linear_layer_on_two_threads_matches_one(two_threads, monkeypatch):
     def value_and_grads():
         y = layer(x)
         y.backward(grad)
-        result = [y.numpy().copy(), x.grad.numpy().copy(), layer.weight.grad.numpy().copy()]
+        result = [y.numpy().copy(), x.grad.numpy().copy()]
+        result += [layer.weight.grad.numpy().copy(), layer.bias.grad.numpy().copy()]
         x.grad = layer.weight.grad = layer.bias.grad = None
         return result
 

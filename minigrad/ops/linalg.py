@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
-from minigrad.backend import column_sums
+from minigrad.backend import column_sums, matmul_pair
 from minigrad.backend import matmul as matmul_arrays
 from minigrad.errors import ShapeError
 from minigrad.ops._helpers import sum_array_to
@@ -53,9 +53,7 @@ class Linear(Function):
                 f"of shape {weight.shape} expects {weight.shape[-1]}"
             )
         ctx.save_for_backward(x, weight)
-        y = matmul_arrays(x.reshape(-1, x.shape[-1]), weight.T)
-        if bias is not None:
-            y += bias
+        y = matmul_arrays(x.reshape(-1, x.shape[-1]), weight.T, add=bias)
         return y.reshape(x.shape[:-1] + (weight.shape[0],))
 
     @staticmethod
@@ -82,26 +80,31 @@ class Linear(Function):
 
 def _matmul_grads_on_arrays(ctx, grad) -> tuple:
     a, b = ctx.saved_arrays
-    grad_a = grad_b = None
-    if ctx.needs_input_grad[0]:
-        grad_a = Tensor._make(sum_array_to(matmul_arrays(grad, b.swapaxes(-1, -2)), a.shape))
-    if ctx.needs_input_grad[1]:
-        grad_b = Tensor._make(sum_array_to(matmul_arrays(a.swapaxes(-1, -2), grad), b.shape))
-    return grad_a, grad_b
+    need_a, need_b = ctx.needs_input_grad[:2]
+    grad_a, grad_b = matmul_pair(
+        (grad, b.swapaxes(-1, -2)) if need_a else None,
+        (a.swapaxes(-1, -2), grad) if need_b else None,
+    )
+    grad_a = sum_array_to(grad_a, a.shape) if need_a else None
+    grad_b = sum_array_to(grad_b, b.shape) if need_b else None
+    return _wrap(grad_a), _wrap(grad_b)
 
 
 def _linear_grads_on_arrays(ctx, grad) -> tuple:
     x, weight = ctx.saved_arrays
     out_features, in_features = weight.shape
-    grad_rows = grad.reshape(-1, out_features)
-    grad_x = grad_w = grad_b = None
-    if ctx.needs_input_grad[0]:
-        grad_x = Tensor._make(matmul_arrays(grad_rows, weight).reshape(x.shape))
-    if ctx.needs_input_grad[1]:
-        grad_w = Tensor._make(matmul_arrays(grad_rows.T, x.reshape(-1, in_features)))
-    if ctx.needs_input_grad[2]:
-        grad_b = Tensor._make(column_sums(grad_rows))  # by BLAS (see backend.column_sums)
-    return grad_x, grad_w, grad_b
+    grad_rows, x_rows = grad.reshape(-1, out_features), x.reshape(-1, in_features)
+    need_x, need_w, need_b = ctx.needs_input_grad
+    grad_x, grad_w = matmul_pair(
+        (grad_rows, weight) if need_x else None,
+        (grad_rows.T, x_rows) if need_w else None,
+    )
+    grad_b = column_sums(grad_rows) if need_b else None  # by BLAS (see backend.column_sums)
+    return _wrap(None if grad_x is None else grad_x.reshape(x.shape)), _wrap(grad_w), _wrap(grad_b)
+
+
+def _wrap(grad):
+    return None if grad is None else Tensor._make(grad)
 
 
 def matmul(a, b):
