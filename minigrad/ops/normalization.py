@@ -12,12 +12,10 @@ import numpy as np
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
 from minigrad.backend import (
-    PARALLEL_MIN_SIZE,
     column_sums,
     fused_centered_sum_of_squares,
     fused_layer_norm_input_grad,
     fused_layer_norm_output,
-    in_two_halves,
     row_means,
     sum_of_products,
 )
@@ -84,35 +82,17 @@ def _forward_on_gpu(ctx, x, weight, bias, axes, eps):
 
 def _normalize(x, weight, bias, eps):
     """LayerNorm.forward's arithmetic on the rows of a matrix x (weight and bias: one value
-    per column, or None): returns (xhat, rstd, y). Big matrices use both cores, half of the
-    rows each (backend.in_two_halves), written into arrays made for the whole."""
-    if x.size < PARALLEL_MIN_SIZE:
-        return _normalize_rows(x, weight, bias, eps)
+    per column, or None): returns (xhat, rstd, y). It runs on one thread: in two halves of
+    the rows on both cores (backend.in_two_halves) the toy GPT's step was 2-3% slower, as
+    its passes are short and each hand-over of the GIL between the threads costs a wake-up."""
     xp = xp_of(x)
-    xhat, rstd, y = xp.empty_like(x), xp.empty((x.shape[0], 1), x.dtype), xp.empty_like(x)
-
-    def halve(x, xhat, rstd, y):
-        _normalize_rows(x, weight, bias, eps, xhat, rstd, y)
-
-    in_two_halves(halve, x, xhat, rstd, y)
-    return xhat, rstd, y
-
-
-def _normalize_rows(x, weight, bias, eps, xhat=None, rstd=None, y=None):
-    """_normalize's arithmetic, into xhat, rstd and y where given (new arrays where None)."""
-    xp = xp_of(x)
-    xhat = xp.subtract(x, row_means(x), out=xhat)  # x - mu
-    rstd = sum_of_products(xhat, xhat, (1,), out=rstd)
+    xhat = x - row_means(x)  # x - mu
+    rstd = sum_of_products(xhat, xhat, (1,))
     rstd *= 1.0 / x.shape[1]  # sigma^2
     rstd += eps
     xp.power(rstd, -0.5, out=rstd)  # 1 / sqrt(sigma^2 + eps)
     xhat *= rstd
-    if weight is not None:
-        y = xp.multiply(xhat, weight, out=y)
-    elif y is None:
-        y = xhat.copy()
-    else:
-        y[...] = xhat
+    y = xhat * weight if weight is not None else xhat.copy()
     if bias is not None:
         y += bias
     return xhat, rstd, y
@@ -158,28 +138,8 @@ def _row(param):
 
 
 def _input_grad(grad, xhat, rstd, weight):
-    """dL/dx on the rows of matrices (see LayerNorm), on both cores for big ones."""
-    if grad.size < PARALLEL_MIN_SIZE:
-        return _input_grad_rows(grad, xhat, rstd, weight)
-    xp = xp_of(grad)
-    dtype = grad.dtype if weight is None else xp.result_type(grad, weight)
-    grad_x = xp.empty(grad.shape, dtype)
-
-    def halve(grad, xhat, rstd, grad_x):
-        _input_grad_rows(grad, xhat, rstd, weight, grad_x)
-
-    in_two_halves(halve, grad, xhat, rstd, grad_x)
-    return grad_x
-
-
-def _input_grad_rows(grad, xhat, rstd, weight, grad_x=None):
-    """_input_grad's arithmetic, into grad_x where given (a new array where None)."""
-    if weight is not None:
-        grad_x = xp_of(grad).multiply(grad, weight, out=grad_x)  # dL/dxhat
-    elif grad_x is None:
-        grad_x = grad.copy()
-    else:
-        grad_x[...] = grad
+    """dL/dx on the rows of matrices (see LayerNorm), on one thread (as _normalize)."""
+    grad_x = grad * weight if weight is not None else grad.copy()  # dL/dxhat
     mean_grad_xhat_xhat = sum_of_products(grad_x, xhat, (1,))
     mean_grad_xhat_xhat *= 1.0 / grad.shape[1]
     grad_x -= row_means(grad_x)
