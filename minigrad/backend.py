@@ -8,6 +8,7 @@ so that the ops above can be written once against ``xp`` (whichever module holds
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 
 import numpy as np
@@ -136,17 +137,17 @@ def reduce_max(a, axis, keepdims: bool = False):
     return a.max(axis=axis, keepdims=keepdims)
 
 
-BLAS_MIN_SIZE = 1 << 12  # from this many values on, a matrix-vector product beats a reduction
+BLAS_MIN_SIZE = 1 << 12  # from this many values on, (1, ..., 1) @ a beats a column reduction
 
 
 def row_means(a):
-    """a.mean(axis=-1, keepdims=True): the mean of each row (along the last axis). On a big
-    NumPy array, as the matrix product a @ (1/n, ..., 1/n)^T: BLAS runs it at memory speed,
-    where NumPy's reduction along short rows pays a per-row cost (2048 rows of 128: 22
-    against 99 us)."""
+    """a.mean(axis=-1, keepdims=True): the mean of each row (along the last axis). On a
+    float NumPy array, as the matrix product a @ (1/n, ..., 1/n)^T: BLAS runs it at memory
+    speed, where NumPy's reduction along short rows pays a per-row cost (2048 rows of 128:
+    21 against 101 us; 8 rows of 8: 1.7 against 2.5 us, the column made once)."""
+    if type(a) is np.ndarray and a.dtype.kind == "f":
+        return _rows_times(a, 1.0 / a.shape[-1])
     if type(a) is np.ndarray:
-        if a.size >= BLAS_MIN_SIZE and a.flags.c_contiguous:
-            return _rows_times(a, 1.0 / a.shape[-1])
         means = np.add.reduce(a, axis=-1, keepdims=True)
         means *= 1.0 / a.shape[-1]
         return means
@@ -154,9 +155,9 @@ def row_means(a):
 
 
 def row_sums(a):
-    """a.sum(axis=-1, keepdims=True), by BLAS on a big NumPy array (see row_means)."""
+    """a.sum(axis=-1, keepdims=True), by BLAS on a float NumPy array (see row_means)."""
     if type(a) is np.ndarray:
-        if a.size >= BLAS_MIN_SIZE and a.flags.c_contiguous:
+        if a.dtype.kind == "f":
             return _rows_times(a, 1.0)
         return np.add.reduce(a, axis=-1, keepdims=True)
     return a.sum(axis=-1, keepdims=True)
@@ -166,10 +167,18 @@ def _rows_times(a, weight: float):
     """The rows of ``a`` (along its last axis) times a column of ``weight``s, one matrix
     product: (..., n) -> (..., 1)."""
     n = a.shape[-1]
-    column = np.full((n, 1), weight, a.dtype)
+    column = _constant_column(n, weight, a.dtype)
     if a.ndim == 2:
         return a @ column
     return (a.reshape(-1, n) @ column).reshape(a.shape[:-1] + (1,))
+
+
+@functools.lru_cache(maxsize=64)
+def _constant_column(n: int, value: float, dtype) -> np.ndarray:
+    """An (n, 1) column of ``value``s, made once per (n, value, dtype) and read-only."""
+    column = np.full((n, 1), value, dtype)
+    column.flags.writeable = False
+    return column
 
 
 def column_sums(a):
