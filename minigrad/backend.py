@@ -361,18 +361,20 @@ def in_two_halves(fn, *arrays) -> None:
     helper.run(lambda: fn(*(a[half:] for a in arrays)), lambda: fn(*(a[:half] for a in arrays)))
 
 
-def matmul(a, b, add=None):
-    """a @ b, plus ``add`` (a row, broadcast over the result) where given. A big NumPy product
-    is computed in two halves along the first axis (rows of a matrix, or matrices of a batch),
-    one on the helper thread, which then owns the second core while BLAS runs on one thread
-    (see minigrad.threads); each thread adds ``add`` to its half while it is still in cache.
-    Anything else is ``a @ b`` (then ``+= add``)."""
+def matmul(a, b, add=None, out=None):
+    """a @ b, plus ``add`` (a row, broadcast over the result) where given, written into
+    ``out`` where given. A big NumPy product is computed in two halves along the first axis
+    (rows of a matrix, or matrices of a batch), one on the helper thread, which then owns the
+    second core while BLAS runs on one thread (see minigrad.threads); each thread adds
+    ``add`` to its half while it is still in cache. Anything else is ``a @ b`` (then
+    ``+= add``)."""
     if not _splits(a, b):
-        out = a @ b
+        out = array_module(a).matmul(a, b, out=out)
         if add is not None:
             out += add
         return out
-    out = np.empty(a.shape[:-1] + b.shape[-1:], a.dtype)
+    if out is None:
+        out = np.empty(a.shape[:-1] + b.shape[-1:], a.dtype)
     half = a.shape[0] // 2
     b_first, b_second = (b[:half], b[half:]) if a.ndim > 2 else (b, b)
 
@@ -415,25 +417,41 @@ def _worth_a_thread(a, b) -> bool:
     return helper is not None and helper.spins
 
 
-def matmul_pair(first, second) -> tuple:
+def matmul_pair(first, second, outs=(None, None)) -> tuple:
     """(a1 @ b1, a2 @ b2) for ``first`` = (a1, b1) and ``second`` = (a2, b2): two independent
-    products, such as the two of a matmul's backward. Big ones run at the same time, each
-    whole on its own core (5-8% faster than splitting each in halves); a pair given as None
-    gives None, and a lone product goes to matmul."""
+    products, such as the two of a matmul's backward, written into ``outs`` where given.
+    Big ones run at the same time, each whole on its own core (5-8% faster than splitting
+    each in halves); a pair given as None gives None, and a lone product goes to matmul."""
+    pairs = (first, second)
     if first is None or second is None:
-        return tuple(None if pair is None else matmul(*pair) for pair in (first, second))
+        return tuple(None if p is None else matmul(*p, out=out) for p, out in zip(pairs, outs))
     if not (_worth_a_thread(*first) and _worth_a_thread(*second)):
-        return matmul(*first), matmul(*second)
-    products = [None, None]
+        return matmul(*first, out=outs[0]), matmul(*second, out=outs[1])
+    products = list(outs)
 
     def second_product():
-        products[1] = second[0] @ second[1]
+        products[1] = np.matmul(*second, out=outs[1])
 
     def first_product():
-        products[0] = first[0] @ first[1]
+        products[0] = np.matmul(*first, out=outs[0])
 
     threads.helper().run(second_product, first_product)
     return products[0], products[1]
+
+
+def empty_laid_out_like(a):
+    """An uninitialized array of a's shape, dtype and memory order (its axes ordered by
+    stride, as np.empty_like's order="K"), for a gradient with respect to ``a``: when ``a``
+    is a transposed view, as attention's heads (B, H, T, d_k) of a (B, T, H, d_k) array,
+    the transposes and reshapes that made ``a`` then undo its gradient as views, not copies.
+    BLAS writes such a product in place if the matrices' rows or columns are contiguous
+    (NumPy's matmul takes the latter as the transposed product); None where neither is, or
+    off NumPy."""
+    if type(a) is not np.ndarray or a.ndim < 2 or a.itemsize not in a.strides[-2:]:
+        return None
+    if a.flags.c_contiguous:
+        return np.empty(a.shape, a.dtype)
+    return np.empty_like(a, order="K")
 
 
 def default_rng(device: str):

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+import minigrad as mg
 from minigrad import backend
 
 scipy_special = pytest.importorskip("scipy.special")
@@ -165,3 +166,29 @@ def test_row_sums_of_a_strided_view():
     a = np.random.default_rng(0).standard_normal((128, 256))[:, ::2]  # not contiguous
     np.testing.assert_allclose(backend.row_sums(a), a.sum(axis=-1, keepdims=True))
     np.testing.assert_allclose(backend.row_means(a), a.mean(axis=-1, keepdims=True))
+
+
+def test_an_array_laid_out_like_attention_heads():
+    heads = np.zeros((2, 5, 3, 4), np.float32).transpose(0, 2, 1, 3)  # (B, H, T, d_k) view
+    out = backend.empty_laid_out_like(heads)
+    assert out.shape == heads.shape and out.strides == heads.strides
+    assert out.transpose(0, 2, 1, 3).flags.c_contiguous  # so the merge back is a view
+    matrix = np.zeros((3, 4), np.float64)
+    assert backend.empty_laid_out_like(matrix).flags.c_contiguous
+    assert backend.empty_laid_out_like(matrix.T).flags.f_contiguous  # as K^T in attention
+    assert backend.empty_laid_out_like(np.zeros((4, 6))[::2, ::2]) is None  # neither contiguous
+
+
+def test_matmul_gradients_are_laid_out_as_their_inputs():
+    x = mg.randn(2, 6, 12, requires_grad=True)
+    q = x.reshape(2, 6, 3, 4).transpose(1, 2)  # heads: (B, H, T, d_k) views of x
+    k = (x * 2.0).reshape(2, 6, 3, 4).transpose(1, 2)
+    q.retain_grad()
+    k.retain_grad()
+    scores = q @ k.transpose(-2, -1)
+    grad = mg.randn(*scores.shape)
+    scores.backward(grad)
+    assert q.grad.data.strides == q.data.strides and k.grad.data.strides == k.data.strides
+    qd, kd, g = q.data.astype(np.float64), k.data.astype(np.float64), grad.data.astype(np.float64)
+    np.testing.assert_allclose(q.grad.data, g @ kd, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(k.grad.data, g.swapaxes(-1, -2) @ qd, rtol=1e-5, atol=1e-5)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
-from minigrad.backend import column_sums, matmul_pair
+from minigrad.backend import column_sums, empty_laid_out_like, matmul_pair
 from minigrad.backend import matmul as matmul_arrays
 from minigrad.errors import ShapeError
 from minigrad.ops._helpers import sum_array_to
@@ -81,9 +81,14 @@ class Linear(Function):
 def _matmul_grads_on_arrays(ctx, grad) -> tuple:
     a, b = ctx.saved_arrays
     need_a, need_b = ctx.needs_input_grad[:2]
+    # each gradient laid out as its input (backend.empty_laid_out_like) where the shapes agree
     grad_a, grad_b = matmul_pair(
         (grad, b.swapaxes(-1, -2)) if need_a else None,
         (a.swapaxes(-1, -2), grad) if need_b else None,
+        outs=(
+            _laid_out_like(a, grad.shape[:-1] + b.shape[-2:-1]) if need_a else None,
+            _laid_out_like(b, grad.shape[:-2] + (a.shape[-1], grad.shape[-1])) if need_b else None,
+        ),
     )
     grad_a = sum_array_to(grad_a, a.shape) if need_a else None
     grad_b = sum_array_to(grad_b, b.shape) if need_b else None
@@ -101,6 +106,12 @@ def _linear_grads_on_arrays(ctx, grad) -> tuple:
     )
     grad_b = column_sums(grad_rows) if need_b else None  # by BLAS (see backend.column_sums)
     return _wrap(None if grad_x is None else grad_x.reshape(x.shape)), _wrap(grad_w), _wrap(grad_b)
+
+
+def _laid_out_like(x, product_shape):
+    """An array laid out as x for a product of ``product_shape`` (x's gradient before any
+    sum over broadcast dims), or None (a new C-ordered one) when the shapes differ."""
+    return empty_laid_out_like(x) if x.shape == product_shape else None
 
 
 def _wrap(grad):
