@@ -186,8 +186,8 @@ def column_sums(a):
     2.3-3.4x NumPy's reduction down the columns, and summed by BLAS in blocks rather than
     row after row."""
     if type(a) is np.ndarray:
-        if a.size >= BLAS_MIN_SIZE:
-            return np.ones(a.shape[0], a.dtype) @ a
+        if a.size >= BLAS_MIN_SIZE and a.dtype.kind == "f":
+            return _constant_column(a.shape[0], 1.0, a.dtype)[:, 0] @ a
         return np.add.reduce(a, axis=0)
     return a.sum(axis=0)
 
@@ -404,13 +404,13 @@ def _worth_a_thread(a, b) -> bool:
     """Whether the product a @ b is a big NumPy product and the helper thread spins (without
     a spinning helper, BLAS shares the work between its own threads)."""
     if (
-        type(a) is not np.ndarray
+        a.size * b.shape[-1] < PRODUCT_MIN_SIZE  # rows x inner x columns (small ones: one test)
+        or type(a) is not np.ndarray
         or type(b) is not np.ndarray
         or a.ndim < 2
         or b.ndim < 2
         or a.dtype != b.dtype
         or a.shape[-1] != b.shape[-2]
-        or a.size * b.shape[-1] < PRODUCT_MIN_SIZE  # rows x inner x columns
     ):
         return False
     helper = threads.helper()
