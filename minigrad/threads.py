@@ -1,9 +1,10 @@
 """Two cores for NumPy: a helper thread that computes one half of each big array operation.
 
 NumPy releases the GIL inside its loops and its BLAS calls, so two threads can compute the two
-halves of an operation at the same time (``backend.in_two_halves``, ``backend.matmul``). What
-costs is the hand-off. A thread that sleeps between tasks must be woken, and on a busy
-machine that takes 50 us to several ms; a training step makes about a hundred hand-offs.
+halves of an operation at the same time (``backend.in_two_halves``, ``backend.matmul``), or two
+independent products (``backend.matmul_pair``). What costs is the hand-off. A thread that
+sleeps between tasks must be woken, and on a busy machine that takes 50 us to several ms; a
+training step makes about a hundred hand-offs.
 So, as PyTorch's OpenMP threads do, the helper *spins* while it waits for work:
 
     main thread                              helper thread
@@ -21,6 +22,12 @@ OpenBLAS would otherwise keep a worker of its own on the second core (spinning t
 each product for up to 0.1 s), and the two would fight for it. So from the helper's first
 task on, BLAS runs on one thread (set through threadpoolctl each time the helper wakes), and
 ``backend.matmul`` splits the big products between the two threads itself.
+
+Even spinning, the hand-off is not free: the helper's task is Python, so the helper must take
+the GIL from the thread that posted it, and a thread that finds the GIL held sleeps on a futex
+until it is released. Timed in a training step here, the helper starts 40-75 us after the post
+(median). So only work of a few hundred microseconds or more is worth a hand-off, and an op of
+many short passes (LayerNorm) stays on one thread.
 ``set_num_threads(1)`` gives BLAS its threads back. (It must be the main thread that does:
 OpenBLAS ignores a raise of its thread count from any other thread, so parking cannot.)
 
