@@ -185,6 +185,16 @@ def test_matmul_pair_computes_both_products_each_on_its_own_thread(two_threads, 
     np.testing.assert_allclose(backend.matmul_pair((a1, b1), None)[0], a1 @ b1, rtol=1e-12)
 
 
+def _assert_two_threads_match_one(value_and_grads, monkeypatch):
+    """value_and_grads() with every product split between the threads, then on one thread."""
+    monkeypatch.setattr(backend, "PRODUCT_MIN_SIZE", 1)
+    split = value_and_grads()
+    mg.set_num_threads(1)
+    plain = value_and_grads()
+    for ours, theirs in zip(split, plain):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
 def test_attention_products_on_two_threads_match_one(two_threads, monkeypatch):
     q = mg.randn(2, 4, 64, 32, requires_grad=True)
     k = mg.randn(2, 4, 64, 32, requires_grad=True)
@@ -197,12 +207,7 @@ def test_attention_products_on_two_threads_match_one(two_threads, monkeypatch):
         q.grad = k.grad = None
         return result
 
-    monkeypatch.setattr(backend, "PRODUCT_MIN_SIZE", 1)
-    split = value_and_grads()
-    mg.set_num_threads(1)
-    plain = value_and_grads()
-    for ours, theirs in zip(split, plain):
-        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+    _assert_two_threads_match_one(value_and_grads, monkeypatch)
 
 
 def test_a_linear_layer_on_two_threads_matches_one(two_threads, monkeypatch):
@@ -218,12 +223,7 @@ def test_a_linear_layer_on_two_threads_matches_one(two_threads, monkeypatch):
         x.grad = layer.weight.grad = layer.bias.grad = None
         return result
 
-    monkeypatch.setattr(backend, "PRODUCT_MIN_SIZE", 1)
-    split = value_and_grads()
-    mg.set_num_threads(1)
-    plain = value_and_grads()
-    for ours, theirs in zip(split, plain):
-        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+    _assert_two_threads_match_one(value_and_grads, monkeypatch)
 
 
 def test_adamw_on_two_threads_matches_one(two_threads, monkeypatch):
