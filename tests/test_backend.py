@@ -192,3 +192,15 @@ def test_matmul_gradients_are_laid_out_as_their_inputs():
     qd, kd, g = q.data.astype(np.float64), k.data.astype(np.float64), grad.data.astype(np.float64)
     np.testing.assert_allclose(q.grad.data, g @ kd, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(k.grad.data, g.swapaxes(-1, -2) @ qd, rtol=1e-5, atol=1e-5)
+
+
+def test_a_product_with_the_shape_of_b_is_laid_out_as_b():
+    v = mg.randn(2, 6, 12).reshape(2, 6, 3, 4).transpose(1, 2)  # (B, H, T, d_k) view
+    weights = mg.randn(2, 3, 6, 6)
+    heads = weights @ v
+    assert heads.data.strides == v.data.strides
+    assert heads.transpose(1, 2).data.flags.c_contiguous  # the merge of the heads is a view
+    np.testing.assert_allclose(heads.data, weights.data @ v.data, rtol=1e-6)
+    # other dtypes: the promoted dtype, not b's
+    mixed = weights.double() @ v
+    assert mixed.dtype == mg.float64
