@@ -204,3 +204,6 @@ def test_a_product_with_the_shape_of_b_is_laid_out_as_b():
     # other dtypes: the promoted dtype, not b's
     mixed = weights.double() @ v
     assert mixed.dtype == mg.float64
+    # a plain 2-D product stays C-ordered, whatever b's layout
+    w = mg.randn(5, 5)
+    assert (mg.randn(5, 5) @ w.T).data.flags.c_contiguous

@@ -25,9 +25,10 @@ class Matmul(Function):
                 f"({a.shape[-1]} columns against {b.shape[-2]} rows)"
             )
         ctx.save_for_backward(a, b)
-        # laid out as b where it has b's shape and dtype (attention's A V, with V's heads a
-        # transposed view: the merge of the heads back to (B, T, d_model) is then a view)
-        out = _laid_out_like(b, a.shape[:-1] + b.shape[-1:]) if a.dtype == b.dtype else None
+        # a batch laid out as b where it has b's shape and dtype (attention's A V, with V's
+        # heads a transposed view: the merge of the heads back to (B, T, d_model) is a view)
+        same_kind = b.ndim > 2 and a.dtype == b.dtype
+        out = _laid_out_like(b, a.shape[:-1] + b.shape[-1:]) if same_kind else None
         return matmul_arrays(a, b, out=out)
 
     @staticmethod
