@@ -369,24 +369,23 @@ def matmul(a, b, add=None, out=None):
     ``add`` to its half while it is still in cache. Anything else is ``a @ b`` (then
     ``+= add``)."""
     if not _splits(a, b):
-        out = array_module(a).matmul(a, b, out=out)
-        if add is not None:
-            out += add
-        return out
+        return _product(a, b, add, out)
     if out is None:
         out = np.empty(a.shape[:-1] + b.shape[-1:], a.dtype)
     half = a.shape[0] // 2
     b_first, b_second = (b[:half], b[half:]) if a.ndim > 2 else (b, b)
-
-    def product(a, b, out):
-        np.matmul(a, b, out=out)
-        if add is not None:
-            out += add
-
     threads.helper().run(
-        lambda: product(a[half:], b_second, out[half:]),
-        lambda: product(a[:half], b_first, out[:half]),
+        lambda: _product(a[half:], b_second, add, out[half:]),
+        lambda: _product(a[:half], b_first, add, out[:half]),
     )
+    return out
+
+
+def _product(a, b, add, out):
+    """a @ b, plus ``add`` where given, into ``out`` (a new array where None)."""
+    out = array_module(a).matmul(a, b, out=out)
+    if add is not None:
+        out += add
     return out
 
 
