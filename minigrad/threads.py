@@ -22,14 +22,14 @@ OpenBLAS would otherwise keep a worker of its own on the second core (spinning t
 each product for up to 0.1 s), and the two would fight for it. So from the helper's first
 task on, BLAS runs on one thread (set through threadpoolctl each time the helper wakes), and
 ``backend.matmul`` splits the big products between the two threads itself.
+``set_num_threads(1)`` gives BLAS its threads back. (It must be the main thread that does:
+OpenBLAS ignores a raise of its thread count from any other thread, so parking cannot.)
 
 Even spinning, the hand-off is not free: the helper's task is Python, so the helper must take
 the GIL from the thread that posted it, and a thread that finds the GIL held sleeps on a futex
 until it is released. Timed in a training step here, the helper starts 40-75 us after the post
 (median). So only work of a few hundred microseconds or more is worth a hand-off, and an op of
 many short passes (LayerNorm) stays on one thread.
-``set_num_threads(1)`` gives BLAS its threads back. (It must be the main thread that does:
-OpenBLAS ignores a raise of its thread count from any other thread, so parking cannot.)
 
 Where the C library has no spin locks (macOS, Windows, musl) the helper is a plain thread
 that sleeps between tasks, and products stay with BLAS. ``set_num_threads(1)``, or
