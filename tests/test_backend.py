@@ -110,9 +110,12 @@ def test_two_threads_compute_what_the_plain_call_does(op):
     "rows, index_shape, row_shape",
     [(5, (12,), (3,)), (64, (4, 16), (8,)), (7, (9,), ()), (3, (0,), (2,)), (6, (5, 4), (2, 3))],
 )
-def test_index_add_of_rows_equals_np_add_at(rows, index_shape, row_shape):
-    """The sorted reduceat that sums an embedding's gradient gives np.add.at's sums, repeated
-    and negative indices included, and leaves what was in the target."""
+@pytest.mark.parametrize("path", ["one-hot product", "sorted reduceat"])
+def test_index_add_of_rows_equals_np_add_at(rows, index_shape, row_shape, path, monkeypatch):
+    """Both ways of summing an embedding's gradient give np.add.at's sums, repeated and
+    negative indices included, and leave what was in the target."""
+    if path == "sorted reduceat":
+        monkeypatch.setattr(backend, "ONE_HOT_MAX_SIZE", 0)
     rng = np.random.default_rng(0)
     index = rng.integers(-rows, rows, index_shape)
     values = rng.standard_normal(index_shape + row_shape).astype(np.float32)
@@ -121,6 +124,18 @@ def test_index_add_of_rows_equals_np_add_at(rows, index_shape, row_shape):
     np.add.at(expected, index, values)
     backend.index_add(ours, index, values)
     np.testing.assert_allclose(ours, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_index_add_of_rows_keeps_an_inf_in_its_own_row():
+    """In the one-hot product, 0 * inf would be nan in every row; the sum falls back to the
+    sorted one, and only the row that got the inf holds it (as np.add.at)."""
+    index = np.array([0, 2, 2, 1])
+    values = np.ones((4, 3), np.float32)
+    values[1, 0] = np.inf
+    expected, ours = np.zeros((3, 3), np.float32), np.zeros((3, 3), np.float32)
+    np.add.at(expected, index, values)
+    backend.index_add(ours, index, values)
+    np.testing.assert_array_equal(ours, expected)
 
 
 def test_index_add_of_rows_out_of_range_raises():
