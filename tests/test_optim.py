@@ -84,6 +84,39 @@ def test_state_dict_resumes_exactly(case):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
+@pytest.mark.parametrize("case", ["adam", "adamw", "adamw_wd"])
+@pytest.mark.parametrize("skipped", [None, 1])
+def test_small_parameters_updated_together_equal_one_by_one(case, skipped, monkeypatch):
+    """Adam(W) updates its small NumPy parameters all at once, over flat moments; the numbers
+    are those of the one-by-one update, bit for bit: with a big parameter beside them (one
+    by one, on both cores), and when a parameter has no gradient at some step (its step
+    count falls behind, so every parameter goes one by one from then on)."""
+    name, options = OPTIMIZERS[case]
+    rng = np.random.default_rng(1)
+    shapes = [*SHAPES, (), (1 << 17,), (5, 2)]
+
+    def train():
+        params = [
+            mg.tensor(rng.standard_normal(s).astype(np.float32), requires_grad=True) for s in shapes
+        ]
+        optimizer = getattr(optim, name)(params, **options)
+        for step in range(4):
+            for index, param in enumerate(params):
+                missing = index == skipped and step == 2
+                grad = rng.standard_normal(param.shape).astype(np.float32)
+                param.grad = None if missing else mg.tensor(grad)
+            optimizer.step()
+        return params, optimizer
+
+    together, optimizer = train()
+    assert optimizer._flat_moments  # the path under test was taken
+    monkeypatch.setattr(optim.adam, "_fits_flat_moments", lambda param, dtype: False)
+    rng = np.random.default_rng(1)
+    one_by_one, _ = train()
+    for a, b in zip(together, one_by_one):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
 def test_adam_state_is_plain_arrays_and_numbers():
     _, optimizer = run_minigrad("Adam", {}, steps=2)
     state = optimizer.state_dict()

@@ -3,7 +3,8 @@
 An optimizer holds ``param_groups`` (lists of parameters, each group with its own settings
 such as ``lr``) and a ``state`` per parameter (momentum buffers, Adam's moments). ``step()``
 updates every parameter that has a gradient, in place, under ``no_grad``; subclasses write
-the update rule of one parameter in ``update``.
+the update rule of one parameter in ``update`` (and may update many at once in
+``update_group``).
 """
 
 from __future__ import annotations
@@ -78,12 +79,16 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
-                for param in group["params"]:
-                    if param.grad is None:
-                        continue
-                    state = self.state.setdefault(param, {})
-                    self.update(param, param.grad.data, state, group)
+                params = [param for param in group["params"] if param.grad is not None]
+                if params:
+                    self.update_group(params, group)
         return loss
+
+    def update_group(self, params: list, group: dict) -> None:
+        """Update ``params``, the parameters of ``group`` that have a gradient: one by one
+        with ``update``, unless a subclass knows a faster way for many at once."""
+        for param in params:
+            self.update(param, param.grad.data, self.state.setdefault(param, {}), group)
 
     def update(self, param: Tensor, grad, state: dict, group: dict) -> None:
         """Update ``param.data`` in place from ``grad`` (an array); subclasses define it."""
