@@ -150,7 +150,7 @@ def _input_grad(grad, xhat, rstd, weight, grad_times_xhat):
         grad_x = grad * weight  # dL/dxhat
         column = (weight * (1.0 / grad.shape[1]))[:, None]  # gamma / n
         mean_grad_xhat, mean_grad_xhat_xhat = grad @ column, grad_times_xhat @ column
-    grad_x -= np.multiply(xhat, mean_grad_xhat_xhat, out=grad_times_xhat)
+    grad_x -= xp_of(grad).multiply(xhat, mean_grad_xhat_xhat, out=grad_times_xhat)
     grad_x -= mean_grad_xhat
     grad_x *= rstd
     return grad_x
