@@ -71,7 +71,9 @@ def plot(results: dict, path: str) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweeps", nargs="+", default=list(SWEEPS), choices=list(SWEEPS))
-    parser.add_argument("--steps", type=int, default=5)
+    # 15 steps: about 12 timed in 5 blocks a point (with 5, 4 in 2 blocks, and a point's
+    # ratio moved by 10-20% between runs; one small model came out at 1.71x)
+    parser.add_argument("--steps", type=int, default=15)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--out", default=os.path.join("docs", "scaling.png"))
