@@ -8,7 +8,9 @@
     p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 
 The bias corrections 1 - beta^t undo the start of m and v at zero. All array arithmetic is
-in place in the parameter's dtype; only the scalar factors are Python floats.
+in place in the parameter's dtype; only the scalar factors are Python floats. These lines
+are ``adam_update`` below, for one parameter; small NumPy parameters go through the same
+lines all at once, over flat arrays (``_FlatMoments``), with the same numbers.
 """
 
 from __future__ import annotations
