@@ -9,8 +9,9 @@
 
 The bias corrections 1 - beta^t undo the start of m and v at zero. All array arithmetic is
 in place in the parameter's dtype; only the scalar factors are Python floats. These lines
-are ``adam_update`` below, for one parameter; small NumPy parameters go through the same
-lines all at once, over flat arrays (``_FlatMoments``), with the same numbers.
+are ``adam_update`` (and ``adam_direction``) below, for one parameter; small NumPy
+parameters go through the same lines all at once, over flat arrays (``_FlatMoments``), with
+the same numbers.
 """
 
 from __future__ import annotations
