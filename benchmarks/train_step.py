@@ -123,8 +123,14 @@ def paired_ratio(ours: list, theirs: list) -> tuple:
     return median, lower, upper
 
 
-def run(s: Setting, steps: int, warmup: int, device: str, torch) -> dict:
-    """Time ``steps`` training steps of the GPT described by ``s``, minigrad and PyTorch."""
+PHASES = ("forward", "backward", "optimizer")
+
+
+def run(s: Setting, steps: int, warmup: int, device: str, torch, phases: bool = False) -> dict:
+    """Time ``steps`` training steps of the GPT described by ``s``, minigrad and PyTorch.
+    With ``phases``, each timed step is also split into forward, backward and optimizer step
+    (synchronized on the GPU at each boundary), for the row's "phases": {phase: (minigrad
+    ms, PyTorch ms)}."""
     mg.manual_seed(0)
     config = config_of(s)
     model = GPT(config).to(device)
@@ -145,11 +151,25 @@ def run(s: Setting, steps: int, warmup: int, device: str, torch) -> dict:
         twin = twin.to(device)
         twin_opt = torch.optim.AdamW(twin.parameters(), lr=1e-3, weight_decay=0.01)
 
+    def torch_sync():
+        if device == "cuda":
+            torch.cuda.synchronize()
+
+    laps = {"minigrad": [], "torch": []}  # the step in progress: its start and phase ends
+
+    def lap(name, sync_device):
+        """With ``phases``, the end of a phase: once the device has finished it."""
+        if phases:
+            sync_device()
+            laps[name].append(time.perf_counter())
+
     def mg_step(x, y):
         xb, yb = mg.tensor(x, device=device), mg.tensor(y, device=device)
         _, loss = model(xb, yb)
+        lap("minigrad", lambda: sync(device))
         opt.zero_grad()
         loss.backward()
+        lap("minigrad", lambda: sync(device))
         opt.step()
         sync(device)
         return loss.item()
@@ -158,11 +178,12 @@ def run(s: Setting, steps: int, warmup: int, device: str, torch) -> dict:
         xb = torch.from_numpy(x).to(device)
         yb = torch.from_numpy(y).to(device)
         _, loss = twin(xb, yb)
+        lap("torch", torch_sync)
         twin_opt.zero_grad()
         loss.backward()
+        lap("torch", torch_sync)
         twin_opt.step()
-        if device == "cuda":
-            torch.cuda.synchronize()
+        torch_sync()
         return loss.item()
 
     # Alternate in blocks of BLOCK steps, each after the other framework's worker threads
@@ -170,12 +191,14 @@ def run(s: Setting, steps: int, warmup: int, device: str, torch) -> dict:
     # its own framework's threads).
     mg_times, torch_times, mg_losses, torch_losses = [], [], [], []
     mg_blocks, torch_blocks = [], []  # per block, the median of its timed steps
+    split = {"minigrad": [], "torch": []}  # per timed step: [forward, backward, optimizer] s
     for start in range(0, len(batches), BLOCK):
         block = batches[start : start + BLOCK]
-        for step, times, losses, blocks in (
-            (mg_step, mg_times, mg_losses, mg_blocks),
-            (torch_step if twin is not None else None, torch_times, torch_losses, torch_blocks),
-        ):
+        for name, step, times, losses, blocks in (
+            ("minigrad", mg_step, mg_times, mg_losses, mg_blocks),
+            ("torch", torch_step if twin is not None else None, torch_times, torch_losses,
+             torch_blocks),
+        ):  # fmt: skip
             if step is None:
                 continue
             timed = []
@@ -183,9 +206,14 @@ def run(s: Setting, steps: int, warmup: int, device: str, torch) -> dict:
                 time.sleep(SETTLE_S)
             for offset, (x, y) in enumerate(block):
                 begin = time.perf_counter()
+                laps[name] = [begin]
                 losses.append(step(x, y))
+                end = time.perf_counter()
                 if offset > 0 and start + offset >= warmup:
-                    timed.append(time.perf_counter() - begin)
+                    timed.append(end - begin)
+                    if phases:
+                        ends = laps[name] + [end]
+                        split[name].append([b - a for a, b in zip(ends, ends[1:])])
             times.extend(timed)
             if timed:
                 blocks.append(statistics.median(timed))
@@ -208,6 +236,16 @@ def run(s: Setting, steps: int, warmup: int, device: str, torch) -> dict:
         row["loss_drift"] = drift
         xb, yb = torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
         row["torch_saved_mb"] = torch_saved_bytes(torch, twin, xb, yb) / 2**20
+    if phases:
+        row["phases"] = {
+            phase: tuple(
+                1e3 * statistics.median([times[i] for times in split[name]])
+                if split[name]
+                else None
+                for name in ("minigrad", "torch")
+            )
+            for i, phase in enumerate(PHASES)
+        }
     return row
 
 
@@ -217,6 +255,11 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=None, help="timed steps (default by size)")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument(
+        "--phases",
+        action="store_true",
+        help="also split each step into forward, backward and optimizer, side by side",
+    )
     args = parser.parse_args(argv)
 
     try:
@@ -233,9 +276,10 @@ def main(argv=None) -> None:
     print(f"device {args.device}; torch threads {torch.get_num_threads() if torch else '-'}")
     print(header)
     print("|---|---|---|---|---|---|---|")
+    rows = {}
     for name in args.configs:
         steps = args.steps or default_steps[name]
-        row = run(SETTINGS[name], steps, args.warmup, args.device, torch)
+        row = rows[name] = run(SETTINGS[name], steps, args.warmup, args.device, torch, args.phases)
         if torch is None:
             saved = f"{row['minigrad_saved_mb']:.1f} / -"
             print(f"| {name} | {row['minigrad_ms']:.2f} | - | - | - | - | {saved} |")
@@ -246,6 +290,22 @@ def main(argv=None) -> None:
             f"| {row['loss_drift']:.1e} | {row['minigrad_saved_mb']:.1f} / "
             f"{row['torch_saved_mb']:.1f} |"
         )
+    if args.phases:
+        print_phases(rows)
+
+
+def print_phases(rows: dict) -> None:
+    """The medians of each phase of the timed steps (the phases of one step need not add up
+    to the step's median)."""
+    print()
+    print("| config | phase | minigrad ms | PyTorch ms | ratio |")
+    print("|---|---|---|---|---|")
+    for name, row in rows.items():
+        for phase, (ours, theirs) in row["phases"].items():
+            if theirs is None:
+                print(f"| {name} | {phase} | {ours:.2f} | - | - |")
+            else:
+                print(f"| {name} | {phase} | {ours:.2f} | {theirs:.2f} | {ours / theirs:.2f}x |")
 
 
 if __name__ == "__main__":

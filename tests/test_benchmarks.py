@@ -33,8 +33,19 @@ def test_paired_ratio_quartiles_and_few_blocks():
 
 def test_train_step_runs_both_frameworks_on_the_same_losses():
     torch = pytest.importorskip("torch")
-    row = run(SETTINGS["tiny"], steps=8, warmup=1, device="cpu", torch=torch)
+    row = run(SETTINGS["tiny"], steps=8, warmup=1, device="cpu", torch=torch, phases=True)
     assert row["loss_drift"] < 1e-5
+    assert all(theirs > 0 for _, theirs in row["phases"].values())
     assert row["ratio"] == pytest.approx(row["minigrad_ms"] / row["torch_ms"])
     assert row["block_low"] <= row["block_ratio"] <= row["block_high"]
     assert row["minigrad_saved_mb"] > 0 and row["torch_saved_mb"] > 0
+
+
+def test_train_step_splits_each_step_into_its_phases():
+    row = run(SETTINGS["tiny"], steps=4, warmup=1, device="cpu", torch=None, phases=True)
+    assert list(row["phases"]) == ["forward", "backward", "optimizer"]
+    ours = [ms for ms, _ in row["phases"].values()]
+    assert all(ms > 0 for ms in ours)
+    assert all(theirs is None for _, theirs in row["phases"].values())  # no PyTorch given
+    # each phase is a part of its step, so its median is below the steps' median
+    assert max(ours) < row["minigrad_ms"]
