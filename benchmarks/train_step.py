@@ -151,11 +151,14 @@ def run(s: Setting, steps: int, warmup: int, device: str, torch, phases: bool = 
         twin = twin.to(device)
         twin_opt = torch.optim.AdamW(twin.parameters(), lr=1e-3, weight_decay=0.01)
 
+    def mg_sync():
+        sync(device)
+
     def torch_sync():
         if device == "cuda":
             torch.cuda.synchronize()
 
-    laps = {"minigrad": [], "torch": []}  # the step in progress: its start and phase ends
+    laps = {"minigrad": [], "torch": []}  # the step in progress: the ends of its phases
 
     def lap(name, sync_device):
         """With ``phases``, the end of a phase: once the device has finished it."""
@@ -166,12 +169,12 @@ def run(s: Setting, steps: int, warmup: int, device: str, torch, phases: bool = 
     def mg_step(x, y):
         xb, yb = mg.tensor(x, device=device), mg.tensor(y, device=device)
         _, loss = model(xb, yb)
-        lap("minigrad", lambda: sync(device))
+        lap("minigrad", mg_sync)
         opt.zero_grad()
         loss.backward()
-        lap("minigrad", lambda: sync(device))
+        lap("minigrad", mg_sync)
         opt.step()
-        sync(device)
+        mg_sync()
         return loss.item()
 
     def torch_step(x, y):
@@ -196,23 +199,28 @@ def run(s: Setting, steps: int, warmup: int, device: str, torch, phases: bool = 
         block = batches[start : start + BLOCK]
         for name, step, times, losses, blocks in (
             ("minigrad", mg_step, mg_times, mg_losses, mg_blocks),
-            ("torch", torch_step if twin is not None else None, torch_times, torch_losses,
-             torch_blocks),
-        ):  # fmt: skip
+            (
+                "torch",
+                torch_step if twin is not None else None,
+                torch_times,
+                torch_losses,
+                torch_blocks,
+            ),
+        ):
             if step is None:
                 continue
             timed = []
             if device == "cpu":
                 time.sleep(SETTLE_S)
             for offset, (x, y) in enumerate(block):
+                laps[name] = []
                 begin = time.perf_counter()
-                laps[name] = [begin]
                 losses.append(step(x, y))
                 end = time.perf_counter()
                 if offset > 0 and start + offset >= warmup:
                     timed.append(end - begin)
                     if phases:
-                        ends = laps[name] + [end]
+                        ends = [begin, *laps[name], end]
                         split[name].append([b - a for a, b in zip(ends, ends[1:])])
             times.extend(timed)
             if timed:
