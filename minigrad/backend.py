@@ -448,10 +448,10 @@ def matmul_pair(first, second, outs=(None, None)) -> tuple:
     products = list(outs)
 
     def second_product():
-        products[1] = np.matmul(*second, out=outs[1])
+        products[1] = _product(*second, None, outs[1])
 
     def first_product():
-        products[0] = np.matmul(*first, out=outs[0])
+        products[0] = _product(*first, None, outs[0])
 
     threads.helper().run(second_product, first_product)
     return products[0], products[1]
