@@ -401,8 +401,10 @@ def matmul(a, b, add=None, out=None):
 
 
 def _product(a, b, add, out):
-    """a @ b, plus ``add`` where given, into ``out`` (a new array where None)."""
-    out = array_module(a).matmul(a, b, out=out)
+    """a @ b, plus ``add`` where given, into ``out`` (a new array where None). Without
+    ``out``, the operator: some CuPy versions take ``cupy.matmul`` through a generic
+    wrapper that costs more than the product of small matrices."""
+    out = a @ b if out is None else array_module(a).matmul(a, b, out=out)
     if add is not None:
         out += add
     return out

@@ -36,14 +36,16 @@ def assert_same_gradients(module: nn.Module, twin, atol: float = ATOL) -> float:
     return worst
 
 
-def run_both(module, twin, x: np.ndarray, *extra):
-    """Forward and backward of sum(out * w) in both; returns (mg out, torch out, mg x, torch x)."""
-    x_mg = mg.tensor(x, requires_grad=True)
+def run_both(module, twin, x: np.ndarray, *extra, device: str = "cpu"):
+    """Forward and backward of sum(out * w) in both, minigrad's on ``device``; returns
+    (mg out, torch out, mg x, torch x)."""
+    module.to(device)
+    x_mg = mg.tensor(x, requires_grad=True, device=device)
     x_torch = torch.tensor(x, requires_grad=True)
-    out_mg = module(x_mg, *[mg.tensor(e) if e is not None else None for e in extra])
+    out_mg = module(x_mg, *[mg.tensor(e, device=device) if e is not None else None for e in extra])
     out_torch = twin(x_torch, *[torch.from_numpy(e) if e is not None else None for e in extra])
     weights = np.random.default_rng(1).standard_normal(out_torch.shape).astype(np.float32)
-    (out_mg * mg.tensor(weights)).sum().backward()
+    (out_mg * mg.tensor(weights, device=device)).sum().backward()
     (out_torch * torch.from_numpy(weights)).sum().backward()
     return out_mg, out_torch, x_mg, x_torch
 
@@ -65,15 +67,16 @@ def user_mask(batch: int, length: int, seed: int = 3) -> np.ndarray:
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("with_mask", [False, True], ids=["no_mask", "user_mask"])
-def test_attention_matches_torch(causal, with_mask):
+def test_attention_matches_torch(causal, with_mask, device):
     mg.manual_seed(0)
     attention = nn.MultiHeadAttention(16, 4, causal=causal)
     twin = TorchAttention(16, 4, causal)
     load_into_torch(twin, attention)
     mask = user_mask(2, 6) if with_mask else None
-    out_mg, out_torch, x_mg, x_torch = run_both(attention, twin, random_input((2, 6, 16)), mask)
+    x = random_input((2, 6, 16))
+    out_mg, out_torch, x_mg, x_torch = run_both(attention, twin, x, mask, device=device)
 
-    assert out_mg.shape == (2, 6, 16)
+    assert out_mg.shape == (2, 6, 16) and out_mg.device == device
     np.testing.assert_allclose(out_mg.numpy(), out_torch.detach().numpy(), atol=ATOL)
     np.testing.assert_allclose(
         attention.attn_weights.numpy(), twin.attn_weights.detach().numpy(), atol=ATOL

@@ -48,8 +48,10 @@ def layer_norm_twin(x, weight, bias, eps=1e-5):
     mu = x.mean(-1, keepdim=True)
     centered = x - mu
     var = (centered * centered).mean(-1, keepdim=True)
-    xhat = centered / (var + eps).sqrt()
-    return xhat * weight + bias if weight is not None else xhat
+    y = centered / (var + eps).sqrt()
+    if weight is not None:
+        y = y * weight
+    return y + bias if bias is not None else y
 
 
 def layer_norm_twin_2d(x, weight, bias, eps=1e-5):
@@ -165,6 +167,16 @@ PAIRS = {
         lambda x: ops.layer_norm(x, 5),
         lambda x: layer_norm_twin(x, None, None),
         [X3],
+    ),
+    "layer_norm_weight_only": (
+        lambda x, w: ops.layer_norm(x, (5,), w, None),
+        lambda x, w: layer_norm_twin(x, w, None),
+        [X3, GAMMA],
+    ),
+    "layer_norm_bias_only": (
+        lambda x, b: ops.layer_norm(x, (5,), None, b),
+        lambda x, b: layer_norm_twin(x, None, b),
+        [X3, BETA],
     ),
     "layer_norm_big": (
         lambda x, w, b: ops.layer_norm(x, (256,), w, b),

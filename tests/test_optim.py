@@ -37,21 +37,21 @@ def gradients(step: int) -> list[np.ndarray]:
     return [rng.standard_normal(shape).astype(np.float32) for shape in SHAPES]
 
 
-def run_minigrad(name: str, options: dict, steps: int, optimizer=None, params=None):
-    params = params or [mg.tensor(v, requires_grad=True) for v in initial_values()]
-    optimizer = optimizer or getattr(optim, name)(params, **options)
+def run_minigrad(name: str, options: dict, steps: int, device: str = "cpu"):
+    params = [mg.tensor(v, requires_grad=True, device=device) for v in initial_values()]
+    optimizer = getattr(optim, name)(params, **options)
     for step in range(steps):
         for param, grad in zip(params, gradients(step)):
-            param.grad = mg.tensor(grad)
+            param.grad = mg.tensor(grad, device=device)
         optimizer.step()
     return params, optimizer
 
 
 @pytest.mark.parametrize("case", list(OPTIMIZERS))
-def test_five_steps_match_torch(case):
+def test_five_steps_match_torch(case, device):
     torch = pytest.importorskip("torch")
     name, options = OPTIMIZERS[case]
-    params, _ = run_minigrad(name, options, steps=5)
+    params, _ = run_minigrad(name, options, steps=5, device=device)
 
     twins = [torch.tensor(v, requires_grad=True) for v in initial_values()]
     optimizer = getattr(torch.optim, name)(twins, **options)
@@ -61,24 +61,24 @@ def test_five_steps_match_torch(case):
         optimizer.step()
 
     for param, twin in zip(params, twins):
-        assert param.dtype == np.float32  # no float64 by accident
+        assert param.dtype == np.float32 and param.device == device  # no float64 by accident
         np.testing.assert_allclose(param.numpy(), twin.detach().numpy(), rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("case", ["sgd_momentum_wd", "adam_wd", "adamw_wd"])
-def test_state_dict_resumes_exactly(case):
+def test_state_dict_resumes_exactly(case, device):
     """3 steps, save the state, a fresh optimizer loads it, 2 more steps == 5 steps at once."""
     name, options = OPTIMIZERS[case]
-    straight, _ = run_minigrad(name, options, steps=5)
+    straight, _ = run_minigrad(name, options, steps=5, device=device)
 
-    params, first = run_minigrad(name, options, steps=3)
+    params, first = run_minigrad(name, options, steps=3, device=device)
     saved = first.state_dict()
-    resumed_params = [mg.tensor(p.numpy(), requires_grad=True) for p in params]
+    resumed_params = [mg.tensor(p.numpy(), requires_grad=True, device=device) for p in params]
     second = getattr(optim, name)(resumed_params, lr=123.0)  # lr comes back from the state
     second.load_state_dict(saved)
     for step in range(3, 5):
         for param, grad in zip(resumed_params, gradients(step)):
-            param.grad = mg.tensor(grad)
+            param.grad = mg.tensor(grad, device=device)
         second.step()
     for a, b in zip(straight, resumed_params):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
