@@ -214,6 +214,7 @@ def _default_threads() -> int:
 
 _threads = _default_threads()
 _helper = None
+_this_thread = threading.local()  # .alone: this thread computes everything itself
 
 
 def set_num_threads(count: int) -> None:
@@ -232,13 +233,28 @@ def get_num_threads() -> int:
 
 
 def helper():
-    """The helper thread, started on first use; None when minigrad runs on one thread."""
+    """The helper thread, started on first use; None when minigrad runs on one thread, or
+    inside ``alone()``."""
     global _helper
-    if _threads < 2:
+    if _threads < 2 or getattr(_this_thread, "alone", False):
         return None
     if _helper is None:
         _helper = SpinningHelper() if _SPIN_LOCK is not None else SleepingHelper()
     return _helper
+
+
+class alone:
+    """Inside ``with alone():`` this thread hands no work to the helper: ``nn.DataParallel``
+    runs one half of a batch on each thread, and each computes its half by itself."""
+
+    def __enter__(self):
+        self._was_alone = getattr(_this_thread, "alone", False)
+        _this_thread.alone = True
+        return self
+
+    def __exit__(self, *exc_info):
+        _this_thread.alone = self._was_alone
+        return False
 
 
 def _forget_helper() -> None:

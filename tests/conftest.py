@@ -13,11 +13,12 @@ from hypothesis import HealthCheck, settings
 from threadpoolctl import threadpool_limits
 
 import minigrad as mg
+from minigrad import threads
 
 # `pytest -n 2` already keeps both cores busy; a second BLAS thread per worker would only
 # fight for them (and the toy matrices here are too small to share anyway).
 threadpool_limits(limits=1, user_api="blas")
-mg.set_num_threads(1)  # no helper thread either; tests of it ask for two (tests/test_threads.py)
+mg.set_num_threads(1)  # no helper thread either; the tests of it ask for two (two_threads)
 
 # Few examples per property keep the suite fast; no deadline, since the first call of an op
 # may import SciPy or compile CuPy kernels.
@@ -38,3 +39,12 @@ def device(request) -> str:
     if request.param == "cuda" and not mg.cuda.is_available():
         pytest.skip("no CUDA device (CuPy with an NVIDIA GPU is needed)")
     return request.param
+
+
+@pytest.fixture
+def two_threads():
+    """minigrad on two threads for one test (the suite runs on one, above): the helper."""
+    before = mg.get_num_threads()
+    mg.set_num_threads(2)
+    yield threads.helper()
+    mg.set_num_threads(before)

@@ -14,15 +14,6 @@ import minigrad as mg
 from minigrad import backend, threads
 
 
-@pytest.fixture
-def two_threads():
-    """minigrad on two threads for one test (the suite runs on one: tests/conftest.py)."""
-    before = mg.get_num_threads()
-    mg.set_num_threads(2)
-    yield threads.helper()
-    mg.set_num_threads(before)
-
-
 @pytest.fixture(params=["spinning", "sleeping"])
 def helper(request, two_threads):
     if request.param == "spinning":

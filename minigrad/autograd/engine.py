@@ -14,14 +14,16 @@ contributions (the multivariate chain rule).
 
 from __future__ import annotations
 
+import threading
+
 from minigrad.autograd.function import _check_finite
 from minigrad.autograd.grad_mode import modes
 
 
-def topological_order(root_node) -> list:
-    """Nodes reachable from ``root_node``, each before the nodes that produced its inputs."""
+def topological_order(*root_nodes) -> list:
+    """Nodes reachable from ``root_nodes``, each before the nodes that produced its inputs."""
     order, visited = [], set()
-    stack = [(root_node, False)]
+    stack = [(node, False) for node in reversed(root_nodes)]
     while stack:
         node, inputs_done = stack.pop()
         if inputs_done:
@@ -83,19 +85,26 @@ def backward(output, gradient=None, retain_graph=False, create_graph=False) -> N
             "backward: the tensor does not require grad and has no grad_fn: nothing in its "
             "history requires grad (set requires_grad=True on a leaf, or check for no_grad)"
         )
-    retain_graph = retain_graph or create_graph
     seed = _seed_gradient(output, gradient)
+    run_backward((output,), (seed,), retain_graph or create_graph, create_graph)
 
-    grad_was_enabled = modes.grad_enabled  # as ``with set_grad_enabled(create_graph)``
-    modes.grad_enabled = create_graph
+
+def run_backward(outputs, seeds, retain_graph: bool, create_graph: bool) -> None:
+    """The walk itself, from one or more outputs at once, each seeded with its dL/d output
+    (``nn.DataParallel`` starts from every output of a half batch's forward)."""
+    flags = modes.get()  # as ``with set_grad_enabled(create_graph)``
+    modes.grad_enabled, modes.retain_graph = create_graph, retain_graph
     try:
-        if output.grad_fn is None:  # backward on a leaf: its gradient is the seed itself
-            _finish_leaf(output, seed)
-            return
+        pending = {}
+        for output, seed in zip(outputs, seeds):
+            if output.grad_fn is None:  # backward on a leaf: its gradient is the seed itself
+                _finish_leaf(output, seed)
+                continue
+            slot = pending.setdefault(output.grad_fn, {})
+            slot[output._output_index] = _accumulate(slot.get(output._output_index), seed)
 
-        pending = {output.grad_fn: {output._output_index: seed}}
         leaf_grads = {}
-        for node in topological_order(output.grad_fn):
+        for node in topological_order(*pending):
             output_grads = pending.pop(node, None)
             if output_grads is None:
                 continue
@@ -105,7 +114,12 @@ def backward(output, gradient=None, retain_graph=False, create_graph=False) -> N
         for leaf, grad in leaf_grads.values():
             _finish_leaf(leaf, grad)
     finally:
-        modes.grad_enabled = grad_was_enabled
+        modes.set(flags)
+
+
+# Two threads may finish leaves at once (nn.DataParallel): each .grad is read, summed and
+# written under this lock, so that neither contribution is lost.
+_LEAF_LOCK = threading.Lock()
 
 
 def _finish_leaf(leaf, grad) -> None:
@@ -113,7 +127,8 @@ def _finish_leaf(leaf, grad) -> None:
         grad = _run_hooks(leaf, grad)
     if not modes.grad_enabled and grad.grad_fn is not None:
         grad = grad.detach()
-    leaf.grad = _accumulate(leaf.grad, grad)
+    with _LEAF_LOCK:
+        leaf.grad = _accumulate(leaf.grad, grad)
 
 
 def _backward_reporting_as_node(node, grads):

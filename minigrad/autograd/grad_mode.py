@@ -1,18 +1,28 @@
 """Grad mode: whether ops record the graph, and the other switches of the autograd engine.
 
 These flags are minigrad's one piece of global mutable state (besides the RNG). Each is set
-only through a context manager, which restores the old value on exit.
+only through a context manager, which restores the old value on exit. As in PyTorch, each
+thread has its own: a thread starts with grad on (``nn.DataParallel`` hands its threads the
+caller's flags).
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 
 
-class _Modes:
+class _Modes(threading.local):
     grad_enabled = True  # ops record the graph for backward
     anomaly = False  # check every forward and backward result for nan / inf
     record_edge_grads = False  # backward keeps, per edge, the norm of the gradient it carried
+    retain_graph = False  # inside backward: whether the nodes keep their saved arrays
+
+    def get(self) -> tuple:
+        return self.grad_enabled, self.anomaly, self.record_edge_grads, self.retain_graph
+
+    def set(self, flags: tuple) -> None:
+        self.grad_enabled, self.anomaly, self.record_edge_grads, self.retain_graph = flags
 
 
 modes = _Modes()

@@ -9,6 +9,7 @@ positional.py   PositionalEncoding      feedforward.py FeedForward
 attention.py    MultiHeadAttention      transformer.py TransformerBlock
 rnn.py          RNN, LSTM               init.py        initialisers
 utils.py        clip_grad_norm_         functional.py  F: the functions behind the layers
+parallel.py     DataParallel: half the batch on each of two threads
 """
 
 from minigrad.nn import functional, init, utils
@@ -21,13 +22,15 @@ from minigrad.nn.feedforward import FeedForward
 from minigrad.nn.linear import Linear
 from minigrad.nn.module import Module, ModuleCall
 from minigrad.nn.normalization import LayerNorm
+from minigrad.nn.parallel import DataParallel
 from minigrad.nn.parameter import Parameter
 from minigrad.nn.positional import PositionalEncoding
 from minigrad.nn.rnn import LSTM, RNN
 from minigrad.nn.transformer import TransformerBlock
 
 __all__ = [
-    "Dropout", "Embedding", "LSTM", "RNN", "FeedForward", "GELU", "Identity", "LayerNorm", "Linear",
+    "DataParallel", "Dropout", "Embedding", "LSTM", "RNN", "FeedForward", "GELU", "Identity",
+    "LayerNorm", "Linear",
     "Module", "ModuleCall", "ModuleList", "MultiHeadAttention", "Parameter",
     "PositionalEncoding", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
     "TransformerBlock", "functional", "init", "utils",

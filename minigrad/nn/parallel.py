@@ -1,0 +1,260 @@
+"""DataParallel: a forward and a backward on two cores, each core on half of the batch.
+
+The loss of a batch is the mean of its examples' losses, so it is the size-weighted mean of
+the losses of its two halves, and so are the gradients (the gradient of a sum is the sum of
+the gradients):
+
+    L = (n_1 L_1 + n_2 L_2) / n        dL/dθ = (n_1 dL_1/dθ + n_2 dL_2/dθ) / n
+
+So the batch can be cut in two along its first axis and each half run through the same
+model on its own thread: each half makes its own graph, backward walks the two graphs at the
+same time, and both add their share into each parameter's ``.grad``. Two threads of Python
+compute at once because NumPy lets go of the GIL inside its loops and products.
+
+    parallel = nn.DataParallel(model)
+    logits, loss = parallel(x, y)      # as model(x, y): x, y (B, T), logits (B, T, vocab)
+    loss.backward()                    # both halves' graphs, on both threads
+
+Without it, minigrad shares each big op between two threads (``minigrad.threads``), one hand-
+off per product or softmax, 84 in a training step of benchmarks/train_step.py's ``small``
+GPT, and the many short ops (LayerNorm's passes, the residual additions) run on one core.
+Here the work changes hands twice a step, and every op runs on both cores.
+
+Outputs are gathered as in PyTorch's DataParallel, with one difference: a tensor is
+concatenated along ``dim``; but a 0-dim output, a loss, is taken to be a mean over the batch
+and gathered as the size-weighted mean above, which is the loss of the whole batch (PyTorch
+returns each device's value). The graph shows one ``DataParallelCall`` node in place of the
+model's; its backward runs the two halves' graphs.
+
+It splits NumPy batches of two or more, when minigrad has two threads (``set_num_threads``).
+Otherwise (on the GPU, whose kernels queue on one stream anyway, or on one thread) it calls
+the model on the whole batch. What differs from calling the model: a module that keeps
+something from its last forward (``MultiHeadAttention.attn_weights``) keeps one half's, and
+dropout draws from a generator of each half's own (``minigrad.rng``), so a run repeats, but
+not the numbers of the same run without DataParallel.
+"""
+
+from __future__ import annotations
+
+from minigrad import rng, threads
+from minigrad.autograd.engine import run_backward
+from minigrad.autograd.function import Context, Function, _record
+from minigrad.autograd.grad_mode import modes
+from minigrad.backend import array_module, is_numpy
+from minigrad.nn.module import Module
+from minigrad.tensor import Tensor
+
+
+class DataParallel(Module):
+    """``DataParallel(module, dim=0)(*inputs)``: ``module(*inputs)`` computed as two halves
+    of the batch (the inputs' axis ``dim``) on two threads; see the module docstring."""
+
+    def __init__(self, module: Module, dim: int = 0):
+        super().__init__()
+        self.module = module
+        self.dim = dim
+
+    def forward(self, *inputs):
+        tensors = [item for item in inputs if isinstance(item, Tensor)]
+        if not self._splits(tensors):
+            return self.module(*inputs)
+        return _forward_in_halves(self.module, inputs, self.dim)
+
+    def _splits(self, tensors) -> bool:
+        if not tensors or threads.helper() is None:
+            return False
+        if any(not is_numpy(t.data) or t.ndim <= self.dim for t in tensors):
+            return False
+        sizes = {t.shape[self.dim] for t in tensors}
+        return len(sizes) == 1 and sizes.pop() >= 2
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class _Halves:
+    """What one call keeps for its backward: per half, its input leaves and its outputs."""
+
+    def __init__(self, inputs, outputs, sizes, dim):
+        self.inputs, self.outputs, self.sizes, self.dim = inputs, outputs, sizes, dim
+
+
+def _forward_in_halves(module, inputs, dim):
+    batch = next(item for item in inputs if isinstance(item, Tensor)).shape[dim]
+    sizes = ((batch + 1) // 2, batch // 2)  # as chunk(2): the first half takes the odd one
+    grad_enabled = modes.grad_enabled
+    halves = ([], [])
+    for item in inputs:
+        if not isinstance(item, Tensor):
+            halves[0].append(item)
+            halves[1].append(item)
+            continue
+        needs_grad = grad_enabled and item.requires_grad
+        for half, part in zip(halves, _split(item.data, sizes, dim)):
+            half.append(Tensor._make(part, needs_grad))  # a leaf: its grad is this half's
+
+    results = [None, None]
+    generators = rng.HalvesGenerators()
+
+    def run_half(index):
+        with generators.half(index):
+            results[index] = module(*halves[index])
+
+    _on_both_threads(run_half)
+
+    outputs, rebuild = _flatten(results[0])
+    second_outputs, _ = _flatten(results[1])
+    arrays = [_gather(a, b, sizes, dim) for a, b in zip(outputs, second_outputs)]
+    differentiable = [
+        a is not None and (a.requires_grad or b.requires_grad)
+        for a, b in zip(outputs, second_outputs)
+    ]
+    if not (grad_enabled and True in differentiable):
+        return rebuild([None if a is None else Tensor._make(a) for a in arrays])
+
+    # one node for the whole call: its inputs are the call's tensors and the parameters that
+    # the halves' graphs reach, so that backward finds it; its backward runs those graphs
+    parameters = [p for p in module.parameters() if p.requires_grad]
+    tensors = [item for item in inputs if isinstance(item, Tensor)]
+    ctx = Context()
+    kept = [(a, b) for (a, b), keep in zip(zip(outputs, second_outputs), differentiable) if keep]
+    ctx.save_for_backward(
+        _Halves(
+            inputs=[[t for t in half if isinstance(t, Tensor)] for half in halves],
+            outputs=(tuple(a for a, _ in kept), tuple(b for _, b in kept)),
+            sizes=sizes,
+            dim=dim,
+        )
+    )
+    tensor_outputs, index = [], 0
+    for array, keep in zip(arrays, differentiable):
+        if array is None:
+            tensor_outputs.append(None)
+        elif keep:
+            tensor_outputs.append(Tensor._make(array, True, ctx, index))
+            index += 1
+        else:
+            tensor_outputs.append(Tensor._make(array))
+    grad_outputs = [t for t, keep in zip(tensor_outputs, differentiable) if keep]
+    ctx.output_specs = tuple((t.shape, t.dtype, array_module(t.data)) for t in grad_outputs)
+    needs_grad = [t.requires_grad for t in tensors] + [True] * len(parameters)
+    _record(ctx, DataParallelCall, (*tensors, *parameters), needs_grad, grad_outputs)
+    return rebuild(tensor_outputs)
+
+
+class DataParallelCall(Function):
+    """The graph node of one DataParallel call. Its backward seeds each half's graph with
+    its share of dL/d(outputs), walks both graphs at once (the parameters' ``.grad`` collect
+    both halves' sums), and returns the gradients of the call's inputs, the halves'
+    joined."""
+
+    @staticmethod
+    def backward(ctx, *grads):
+        if modes.grad_enabled:
+            raise RuntimeError(
+                "DataParallel: backward with create_graph=True is not supported (each half's "
+                "inputs enter its graph as leaves, so second derivatives would miss the "
+                "path through them); call the module itself for that"
+            )
+        (halves,) = ctx.saved_arrays
+        sizes, dim = halves.sizes, halves.dim
+        total = sum(sizes)
+        seeds = ([], [])
+        for grad in grads:
+            if grad.ndim > 0:  # a batch of outputs: each half's rows of dL/d(output)
+                parts = _split(grad, sizes, dim)
+            else:  # a mean over the batch, L = sum_i (n_i / n) L_i: dL/dL_i = n_i / n
+                parts = [grad * (size / total) for size in sizes]
+            for index in (0, 1):
+                seeds[index].append(parts[index])
+        for leaf in (*halves.inputs[0], *halves.inputs[1]):
+            leaf.grad = None
+        retain = modes.retain_graph
+
+        def backward_half(index):
+            roots = [(o, s) for o, s in zip(halves.outputs[index], seeds[index]) if o.requires_grad]
+            if roots:
+                run_backward(*zip(*roots), retain_graph=retain, create_graph=False)
+
+        _on_both_threads(backward_half)
+
+        from minigrad import ops
+
+        input_grads = []
+        for first, second in zip(*halves.inputs):
+            if not first.requires_grad:
+                input_grads.append(None)
+                continue
+            parts = [
+                leaf.grad if leaf.grad is not None else leaf.zeros_like_detached()
+                for leaf in (first, second)
+            ]
+            input_grads.append(ops.cat(parts, dim=dim))
+        return (*input_grads, *[None] * (len(ctx.inputs) - len(input_grads)))
+
+
+def _on_both_threads(run_half) -> None:
+    """run_half(0) on this thread and run_half(1) on the helper thread, at the same time,
+    each with this thread's grad mode and without handing work on (threads.alone)."""
+    flags = modes.get()
+
+    def as_caller(index):
+        def task():
+            own = modes.get()
+            modes.set(flags)
+            try:
+                with threads.alone():
+                    run_half(index)
+            finally:
+                modes.set(own)
+
+        return task
+
+    helper = threads.helper()
+    if helper is None:  # on one thread since the forward: one half after the other
+        run_half(0)
+        run_half(1)
+        return
+    helper.run(as_caller(1), as_caller(0))
+
+
+def _split(value, sizes, dim):
+    """The two halves of an array or a Tensor along ``dim`` (views, or slicing ops)."""
+    before = (slice(None),) * dim
+    return value[(*before, slice(0, sizes[0]))], value[(*before, slice(sizes[0], None))]
+
+
+def _gather(first, second, sizes, dim):
+    """One output of the whole batch from its two halves (Tensors): concatenated along
+    ``dim``, or for a 0-dim output (a mean over the batch) the size-weighted mean."""
+    if first is None and second is None:
+        return None
+    if first is None or second is None or first.ndim != second.ndim:
+        raise TypeError(
+            "DataParallel: the two halves of the batch gave outputs of different kinds "
+            f"({_describe(first)} and {_describe(second)})"
+        )
+    if first.ndim == 0:
+        total = sum(sizes)
+        mean = first.data * (sizes[0] / total) + second.data * (sizes[1] / total)
+        return array_module(first.data).asarray(mean, dtype=first.dtype)
+    return array_module(first.data).concatenate((first.data, second.data), axis=dim)
+
+
+def _describe(value) -> str:
+    return "None" if value is None else f"a tensor of shape {tuple(value.shape)}"
+
+
+def _flatten(output):
+    """(list of Tensors or None, function that puts such a list back into output's shape)."""
+    if isinstance(output, Tensor) or output is None:
+        return [output], lambda items: items[0]
+    if isinstance(output, (tuple, list)) and all(
+        item is None or isinstance(item, Tensor) for item in output
+    ):
+        kind = type(output)
+        return list(output), lambda items: kind(items)
+    raise TypeError(
+        "DataParallel: the module must return a tensor or a tuple of tensors (or None), "
+        f"got {type(output).__name__}"
+    )
