@@ -29,8 +29,8 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
 
 import minigrad as mg  # noqa: E402
-from minigrad import optim  # noqa: E402
-from models import GPT, GPTConfig  # noqa: E402
+from minigrad import nn, optim  # noqa: E402
+from models import GPT, GPTConfig, next_token_loss  # noqa: E402
 
 
 @dataclass
@@ -126,15 +126,24 @@ def paired_ratio(ours: list, theirs: list) -> tuple:
 PHASES = ("forward", "backward", "optimizer")
 
 
-def run(s: Setting, steps: int, warmup: int, device: str, torch, phases: bool = False) -> dict:
+def run(
+    s: Setting,
+    steps: int,
+    warmup: int,
+    device: str,
+    torch,
+    phases: bool = False,
+    parallel: bool = False,
+) -> dict:
     """Time ``steps`` training steps of the GPT described by ``s``, minigrad and PyTorch.
     With ``phases``, each timed step is also split into forward, backward and optimizer step
     (synchronized on the GPU at each boundary), for the row's "phases": {phase: (minigrad
-    ms, PyTorch ms)}."""
+    ms, PyTorch ms)}. With ``parallel``, a third arm trains its own copy of the model through
+    ``nn.DataParallel`` (half the batch on each of two threads), for the row's "parallel"
+    entry: a row of its own against the same PyTorch steps."""
     mg.manual_seed(0)
     config = config_of(s)
     model = GPT(config).to(device)
-    opt = optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     rng = np.random.default_rng(0)
     batches = [
         (rng.integers(0, s.vocab, (s.batch, s.T)), rng.integers(0, s.vocab, (s.batch, s.T)))
@@ -158,7 +167,7 @@ def run(s: Setting, steps: int, warmup: int, device: str, torch, phases: bool = 
         if device == "cuda":
             torch.cuda.synchronize()
 
-    laps = {"minigrad": [], "torch": []}  # the step in progress: the ends of its phases
+    laps = {}  # per arm, the step in progress: the ends of its phases
 
     def lap(name, sync_device):
         """With ``phases``, the end of a phase: once the device has finished it."""
@@ -166,16 +175,28 @@ def run(s: Setting, steps: int, warmup: int, device: str, torch, phases: bool = 
             sync_device()
             laps[name].append(time.perf_counter())
 
-    def mg_step(x, y):
-        xb, yb = mg.tensor(x, device=device), mg.tensor(y, device=device)
-        _, loss = model(xb, yb)
-        lap("minigrad", mg_sync)
-        opt.zero_grad()
-        loss.backward()
-        lap("minigrad", mg_sync)
-        opt.step()
-        mg_sync()
-        return loss.item()
+    def minigrad_step(name, model, parallel=False):
+        """A step of minigrad on ``model`` with an optimizer of its own; with ``parallel``,
+        through nn.DataParallel, with the loss of the gathered logits."""
+        opt = optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+        halves = nn.DataParallel(model)
+
+        def step(x, y):
+            xb, yb = mg.tensor(x, device=device), mg.tensor(y, device=device)
+            if parallel:
+                logits, _ = halves(xb)
+                loss = next_token_loss(logits, yb)
+            else:
+                _, loss = model(xb, yb)
+            lap(name, mg_sync)
+            opt.zero_grad()
+            loss.backward()
+            lap(name, mg_sync)
+            opt.step()
+            mg_sync()
+            return loss.item()
+
+        return step
 
     def torch_step(x, y):
         xb = torch.from_numpy(x).to(device)
@@ -189,71 +210,79 @@ def run(s: Setting, steps: int, warmup: int, device: str, torch, phases: bool = 
         torch_sync()
         return loss.item()
 
-    # Alternate in blocks of BLOCK steps, each after the other framework's worker threads
-    # have gone to sleep (SETTLE_S), and time all but the first step of each block (it wakes
-    # its own framework's threads).
-    mg_times, torch_times, mg_losses, torch_losses = [], [], [], []
-    mg_blocks, torch_blocks = [], []  # per block, the median of its timed steps
-    split = {"minigrad": [], "torch": []}  # per timed step: [forward, backward, optimizer] s
+    steps_of = {"minigrad": minigrad_step("minigrad", model)}
+    if parallel:
+        copy = GPT(config).to(device)
+        copy.load_state_dict(model.state_dict())
+        steps_of["parallel"] = minigrad_step("parallel", copy, parallel=True)
+    if twin is not None:
+        steps_of["torch"] = torch_step
+
+    # Alternate in blocks of BLOCK steps, each after the other arms' worker threads have
+    # gone to sleep (SETTLE_S), and time all but the first step of each block (it wakes its
+    # own framework's threads).
+    times = {name: [] for name in steps_of}  # per arm, every timed step (s)
+    losses = {name: [] for name in steps_of}
+    blocks = {name: [] for name in steps_of}  # per block, the median of its timed steps
+    split = {name: [] for name in steps_of}  # per timed step: [forward, backward, optimizer]
     for start in range(0, len(batches), BLOCK):
         block = batches[start : start + BLOCK]
-        for name, step, times, losses, blocks in (
-            ("minigrad", mg_step, mg_times, mg_losses, mg_blocks),
-            (
-                "torch",
-                torch_step if twin is not None else None,
-                torch_times,
-                torch_losses,
-                torch_blocks,
-            ),
-        ):
-            if step is None:
-                continue
+        for name, step in steps_of.items():
             timed = []
             if device == "cpu":
                 time.sleep(SETTLE_S)
             for offset, (x, y) in enumerate(block):
                 laps[name] = []
                 begin = time.perf_counter()
-                losses.append(step(x, y))
+                losses[name].append(step(x, y))
                 end = time.perf_counter()
                 if offset > 0 and start + offset >= warmup:
                     timed.append(end - begin)
                     if phases:
                         ends = [begin, *laps[name], end]
                         split[name].append([b - a for a, b in zip(ends, ends[1:])])
-            times.extend(timed)
+            times[name].extend(timed)
             if timed:
-                blocks.append(statistics.median(timed))
-    drift = max(
-        (abs(a - b) / abs(b) for a, b in zip(mg_losses, torch_losses)), default=float("nan")
-    )
+                blocks[name].append(statistics.median(timed))
 
     x, y = batches[0]
     _, loss = model(mg.tensor(x, device=device), mg.tensor(y, device=device))
-    row = {
-        "minigrad_ms": 1e3 * statistics.median(mg_times),
-        "minigrad_saved_mb": minigrad_saved_bytes(loss) / 2**20,
-    }
+    row = arm_row(times["minigrad"], blocks["minigrad"], losses["minigrad"], times, blocks, losses)
+    row["minigrad_saved_mb"] = minigrad_saved_bytes(loss) / 2**20
     if twin is not None:
-        row["torch_ms"] = 1e3 * statistics.median(torch_times)
-        row["ratio"] = row["minigrad_ms"] / row["torch_ms"]  # the ratio of the two medians
-        row["block_ratio"], row["block_low"], row["block_high"] = paired_ratio(
-            mg_blocks, torch_blocks
-        )
-        row["loss_drift"] = drift
         xb, yb = torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
         row["torch_saved_mb"] = torch_saved_bytes(torch, twin, xb, yb) / 2**20
+    if parallel:
+        row["parallel"] = arm_row(
+            times["parallel"], blocks["parallel"], losses["parallel"], times, blocks, losses
+        )
     if phases:
         row["phases"] = {
             phase: tuple(
-                1e3 * statistics.median([times[i] for times in split[name]])
-                if split[name]
+                1e3 * statistics.median([step[i] for step in split[name]])
+                if split.get(name)
                 else None
                 for name in ("minigrad", "torch")
             )
             for i, phase in enumerate(PHASES)
         }
+    return row
+
+
+def arm_row(own_times, own_blocks, own_losses, times, blocks, losses) -> dict:
+    """One minigrad arm's figures: its median ms and, where PyTorch ran, the ratio, the
+    block-by-block quartiles and how far its losses drift from PyTorch's."""
+    row = {"minigrad_ms": 1e3 * statistics.median(own_times)}
+    if "torch" in times:
+        row["torch_ms"] = 1e3 * statistics.median(times["torch"])
+        row["ratio"] = row["minigrad_ms"] / row["torch_ms"]  # the ratio of the two medians
+        row["block_ratio"], row["block_low"], row["block_high"] = paired_ratio(
+            own_blocks, blocks["torch"]
+        )
+        row["loss_drift"] = max(
+            (abs(a - b) / abs(b) for a, b in zip(own_losses, losses["torch"])),
+            default=float("nan"),
+        )
     return row
 
 
@@ -267,6 +296,11 @@ def main(argv=None) -> None:
         "--phases",
         action="store_true",
         help="also split each step into forward, backward and optimizer, side by side",
+    )
+    parser.add_argument(
+        "--parallel",
+        action="store_true",
+        help="also time minigrad through nn.DataParallel (half the batch on each thread)",
     )
     args = parser.parse_args(argv)
 
@@ -287,19 +321,27 @@ def main(argv=None) -> None:
     rows = {}
     for name in args.configs:
         steps = args.steps or default_steps[name]
-        row = rows[name] = run(SETTINGS[name], steps, args.warmup, args.device, torch, args.phases)
-        if torch is None:
-            saved = f"{row['minigrad_saved_mb']:.1f} / -"
-            print(f"| {name} | {row['minigrad_ms']:.2f} | - | - | - | - | {saved} |")
-            continue
-        print(
-            f"| {name} | {row['minigrad_ms']:.2f} | {row['torch_ms']:.2f} | {row['ratio']:.2f}x "
-            f"| {row['block_low']:.2f}-{row['block_high']:.2f} "
-            f"| {row['loss_drift']:.1e} | {row['minigrad_saved_mb']:.1f} / "
-            f"{row['torch_saved_mb']:.1f} |"
+        row = rows[name] = run(
+            SETTINGS[name], steps, args.warmup, args.device, torch, args.phases, args.parallel
         )
+        theirs = f"{row['torch_saved_mb']:.1f}" if torch is not None else "-"
+        saved = f"{row['minigrad_saved_mb']:.1f} / {theirs}"
+        print_row(name, row, saved)
+        if "parallel" in row:
+            print_row(f"{name}, DataParallel", row["parallel"], "as above")
     if args.phases:
         print_phases(rows)
+
+
+def print_row(label: str, row: dict, saved: str) -> None:
+    if "torch_ms" not in row:
+        print(f"| {label} | {row['minigrad_ms']:.2f} | - | - | - | - | {saved} |")
+        return
+    print(
+        f"| {label} | {row['minigrad_ms']:.2f} | {row['torch_ms']:.2f} | {row['ratio']:.2f}x "
+        f"| {row['block_low']:.2f}-{row['block_high']:.2f} | {row['loss_drift']:.1e} "
+        f"| {saved} |"
+    )
 
 
 def print_phases(rows: dict) -> None:

@@ -1,5 +1,5 @@
 """Toy transformers built from ``minigrad.nn``."""
 
-from models.gpt import GPT, GPTConfig
+from models.gpt import GPT, GPTConfig, next_token_loss
 
-__all__ = ["GPT", "GPTConfig"]
+__all__ = ["GPT", "GPTConfig", "next_token_loss"]

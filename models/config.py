@@ -33,6 +33,7 @@ class TrainConfig:
     eval_every: int = 200
     seed: int = 0
     device: str = "cpu"
+    data_parallel: bool = False  # half of each batch on each of two threads (nn.DataParallel)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -47,7 +48,7 @@ class TrainConfig:
 
 
 # settings that may change when a run is resumed; any other must match the run's config
-RESUMABLE = ("steps", "eval_every", "device")
+RESUMABLE = ("steps", "eval_every", "device", "data_parallel")
 
 # per task, the defaults that differ from TrainConfig's; tuned so that `minigrad train
 # --task NAME` learns the task on two CPU cores in about a minute

@@ -95,7 +95,7 @@ class GPT(nn.Module):
         idx = _as_tokens(idx)
         if idx.ndim != 2:
             raise ShapeError(f"GPT: idx must be (B, T) token ids, got shape {idx.shape}")
-        batch, length = idx.shape
+        length = idx.shape[1]
         if length > self.config.block_size:
             raise ShapeError(
                 f"GPT: sequence of length {length} is longer than block_size "
@@ -117,10 +117,7 @@ class GPT(nn.Module):
             raise ShapeError(
                 f"GPT: targets of shape {targets.shape} must match idx of shape {idx.shape}"
             )
-        loss = F.cross_entropy(
-            logits.reshape(batch * length, -1), targets.reshape(-1), ignore_index=-100
-        )
-        return logits, loss
+        return logits, next_token_loss(logits, targets)
 
     def generate(
         self, idx, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None
@@ -153,6 +150,14 @@ class GPT(nn.Module):
             f"n_heads={c.n_heads}, n_layers={c.n_layers}, norm_first={c.norm_first}, "
             f"residual={c.residual}"
         )
+
+
+def next_token_loss(logits: Tensor, targets: Tensor) -> Tensor:
+    """The mean cross-entropy of the logits (B, T, vocab) against the next tokens (B, T),
+    over the positions whose target is not -100 (a task's prompt, which it does not score)."""
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100
+    )
 
 
 def _as_tokens(idx, device: str = "cpu") -> Tensor:

@@ -2,6 +2,7 @@
 
 One step:  x, y = task.get_batch("train", ...)   (from an RNG seeded by (seed, step) alone)
            logits, loss = model(x, y);  loss.backward();  clip;  AdamW step;  schedule step
+           (--data-parallel: logits = nn.DataParallel(model)(x), then the loss of them)
 
 Every ``eval_every`` steps the loop measures the validation loss and the task's own metrics
 and saves a checkpoint; at the end it plots the loss curve and prints a few samples.
@@ -25,14 +26,14 @@ import numpy as np
 from tqdm.auto import tqdm
 
 import minigrad as mg
-from minigrad import backend, optim
+from minigrad import backend, nn, optim
 from minigrad import rng as mg_rng
 from minigrad.nn.utils import clip_grad_norm_
 from models.checkpoint import load_checkpoint, save_checkpoint
 from models.config import TrainConfig, check_config
 from models.data import CorpusTask, Task, complete, make_task
 from models.errors import UsageError
-from models.gpt import GPT, GPTConfig
+from models.gpt import GPT, GPTConfig, next_token_loss
 from models.plots import plot_loss
 from models.run import RunDir
 
@@ -166,6 +167,8 @@ class Trainer:
         self.config, self.task, self.device = config, task, device
         mg.manual_seed(config.seed)
         self.model = GPT(model_config(config, len(task.vocab))).to(device)
+        # --data-parallel: each half of the batch on its own thread, the same gradients
+        self.parallel = nn.DataParallel(self.model) if config.data_parallel else None
         self.optimizer = make_optimizer(self.model, config)
         warmup = min(config.warmup_steps, config.steps)
         self.scheduler = optim.lr_scheduler.warmup_cosine(
@@ -182,7 +185,11 @@ class Trainer:
         c = self.config
         rng = batch_rng(c.seed, self.step)
         x, y = self.task.get_batch("train", c.batch_size, c.block_size, rng)
-        _, loss = self.model(self.tensor(x), self.tensor(y))
+        if self.parallel is not None:  # the loss of the gathered logits (see nn.DataParallel)
+            logits, _ = self.parallel(self.tensor(x))
+            loss = next_token_loss(logits, self.tensor(y))
+        else:
+            _, loss = self.model(self.tensor(x), self.tensor(y))
         self.optimizer.zero_grad()
         loss.backward()
         clip_grad_norm_(self.model.parameters(), c.grad_clip)

@@ -49,3 +49,12 @@ def test_train_step_splits_each_step_into_its_phases():
     assert all(theirs is None for _, theirs in row["phases"].values())  # no PyTorch given
     # each phase is a part of its step, so its median is below the steps' median
     assert max(ours) < row["minigrad_ms"]
+
+
+def test_train_step_times_a_data_parallel_arm_on_the_same_losses():
+    torch = pytest.importorskip("torch")
+    row = run(SETTINGS["tiny"], steps=4, warmup=1, device="cpu", torch=torch, parallel=True)
+    parallel = row["parallel"]
+    assert parallel["loss_drift"] < 1e-5
+    assert parallel["torch_ms"] == row["torch_ms"]  # the same PyTorch steps for both arms
+    assert parallel["ratio"] == pytest.approx(parallel["minigrad_ms"] / parallel["torch_ms"])

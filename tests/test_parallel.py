@@ -11,7 +11,7 @@ import pytest
 import minigrad as mg
 from minigrad import nn
 from minigrad.nn.parallel import DataParallelCall
-from models import GPT, GPTConfig
+from models import GPT, GPTConfig, next_token_loss
 
 
 def tiny_gpt(dropout: float = 0.0) -> GPT:
@@ -37,21 +37,38 @@ def assert_same_grads(ours: dict, expected: dict) -> None:
         np.testing.assert_allclose(ours[name], grad, rtol=1e-4, atol=1e-5 * scale, err_msg=name)
 
 
-@pytest.mark.parametrize("batch", [6, 5])  # 5: halves of 3 and 2, a size-weighted loss
+@pytest.mark.parametrize("batch", [6, 5])  # 5: halves of 3 and 2
 def test_gpt_loss_and_gradients_match_the_whole_batch(two_threads, batch):
     model = tiny_gpt()
     x, y = tokens(batch)
+    y.data[:, :3] = -100  # positions the loss skips, more in some rows than in others
+    y.data[0, 3:6] = -100
     logits, loss = model(x, y)
     loss.backward()
     expected_logits, expected_loss, expected = logits.numpy(), loss.item(), parameter_grads(model)
 
     model.zero_grad()
-    logits, loss = nn.DataParallel(model)(x, y)
-    assert loss.grad_fn.function is DataParallelCall  # it did split
+    logits, _ = nn.DataParallel(model)(x)
+    assert logits.grad_fn.function is DataParallelCall  # it did split
+    loss = next_token_loss(logits, y)
     loss.backward()
     np.testing.assert_allclose(logits.numpy(), expected_logits, rtol=1e-5, atol=1e-6)
     assert loss.item() == pytest.approx(expected_loss, rel=1e-6)
     assert_same_grads(parameter_grads(model), expected)
+
+
+def test_a_loss_is_gathered_as_the_halves_values_as_in_pytorch(two_threads):
+    model = tiny_gpt()
+    x, y = tokens(5)
+    _, losses = nn.DataParallel(model)(x, y)
+    first, second = model(x[:3], y[:3])[1].item(), model(x[3:], y[3:])[1].item()
+    np.testing.assert_allclose(losses.numpy(), [first, second], rtol=1e-6)
+    # the gradient of their mean: each half's graph seeded with 1/2
+    losses.mean().backward()
+    parallel = parameter_grads(model)
+    model.zero_grad()
+    ((model(x[:3], y[:3])[1] + model(x[3:], y[3:])[1]) * 0.5).backward()
+    assert_same_grads(parallel, parameter_grads(model))
 
 
 def mlp() -> nn.Module:
@@ -134,8 +151,8 @@ def test_dropout_repeats_with_the_seed_and_nothing_else_moves_the_generator(two_
     losses = []
     for _ in range(2):
         mg.manual_seed(7)
-        losses.append(parallel(x, y)[1].item())
-    assert losses[0] == losses[1]
+        losses.append(parallel(x, y)[1].numpy())
+    np.testing.assert_array_equal(losses[0], losses[1])
 
     model.eval()  # no dropout: the CPU generator must be where it was
     mg.manual_seed(7)
@@ -149,7 +166,7 @@ def test_on_one_thread_it_calls_the_model_on_the_whole_batch():
     # the suite runs on one thread (tests/conftest.py)
     model, (x, y) = tiny_gpt(), tokens(4)
     _, loss = nn.DataParallel(model)(x, y)
-    assert loss.grad_fn.function is not DataParallelCall
+    assert loss.grad_fn.function is not DataParallelCall and loss.ndim == 0
     assert loss.item() == model(x, y)[1].item()
 
 

@@ -1,30 +1,36 @@
 """DataParallel: a forward and a backward on two cores, each core on half of the batch.
 
-The loss of a batch is the mean of its examples' losses, so it is the size-weighted mean of
-the losses of its two halves, and so are the gradients (the gradient of a sum is the sum of
-the gradients):
+The examples of a batch go through the model independently of each other, so the batch can
+be cut in two along its first axis and each half run through the same model on its own
+thread: each half makes its own graph, and the outputs are joined again. Backward is the
+chain rule through that join: dL/d(outputs) is cut the same way, each half's graph takes its
+part, both graphs are walked at the same time, and each parameter's ``.grad`` collects the
+sum of the two halves' contributions,
 
-    L = (n_1 L_1 + n_2 L_2) / n        dL/dθ = (n_1 dL_1/dθ + n_2 dL_2/dθ) / n
+    dL/dθ = dL/dY_1 · dY_1/dθ + dL/dY_2 · dY_2/dθ        (Y_i: the outputs of half i)
 
-So the batch can be cut in two along its first axis and each half run through the same
-model on its own thread: each half makes its own graph, backward walks the two graphs at the
-same time, and both add their share into each parameter's ``.grad``. Two threads of Python
-compute at once because NumPy lets go of the GIL inside its loops and products.
+which is dL/dθ of the whole batch. Two threads of Python compute at once because NumPy lets
+go of the GIL inside its loops and products.
 
     parallel = nn.DataParallel(model)
-    logits, loss = parallel(x, y)      # as model(x, y): x, y (B, T), logits (B, T, vocab)
-    loss.backward()                    # both halves' graphs, on both threads
+    logits, _ = parallel(x)            # as model(x): x (B, T), logits (B, T, vocab)
+    loss = next_token_loss(logits, y)  # (models.gpt) the loss of the whole batch
+    loss.backward()                    # then both halves' graphs, on both threads
 
-Without it, minigrad shares each big op between two threads (``minigrad.threads``), one hand-
-off per product or softmax, 84 in a training step of benchmarks/train_step.py's ``small``
-GPT, and the many short ops (LayerNorm's passes, the residual additions) run on one core.
-Here the work changes hands twice a step, and every op runs on both cores.
+Without it, minigrad shares each big op between two threads (``minigrad.threads``): one
+hand-off per product or softmax, 84 in a training step of benchmarks/train_step.py's
+``small`` GPT, while the many short ops (LayerNorm's passes, the residual additions) run on
+one core. Here the work changes hands twice a step and every op runs on both cores, but the
+two threads take turns at the GIL for each op's Python. So it pays for big ops only: on 2
+cores, a step of 2048 tokens of width 128 (``small``) took 0.87-0.92 of the plain step's time,
+and of 8 x 16 tokens of width 32 (``tiny``) three to four times as long.
 
-Outputs are gathered as in PyTorch's DataParallel, with one difference: a tensor is
-concatenated along ``dim``; but a 0-dim output, a loss, is taken to be a mean over the batch
-and gathered as the size-weighted mean above, which is the loss of the whole batch (PyTorch
-returns each device's value). The graph shows one ``DataParallelCall`` node in place of the
-model's; its backward runs the two halves' graphs.
+Outputs are gathered as PyTorch's DataParallel gathers them: tensors are concatenated along
+``dim``, and a 0-dim output (a loss) becomes a vector of the two halves' values. The mean of
+that vector is the whole batch's loss only when every example weighs the same in it (a loss
+that skips positions, ``ignore_index``, weighs each half by the positions it counts); so, as
+above, compute the loss from the gathered outputs. The graph shows one ``DataParallelCall``
+node in place of the model's; its backward runs the two halves' graphs.
 
 It splits NumPy batches of two or more, when minigrad has two threads (``set_num_threads``).
 Otherwise (on the GPU, whose kernels queue on one stream anyway, or on one thread) it calls
@@ -104,7 +110,7 @@ def _forward_in_halves(module, inputs, dim):
 
     outputs, rebuild = _flatten(results[0])
     second_outputs, _ = _flatten(results[1])
-    arrays = [_gather(a, b, sizes, dim) for a, b in zip(outputs, second_outputs)]
+    arrays = [_gather(a, b, dim) for a, b in zip(outputs, second_outputs)]
     differentiable = [
         a is not None and (a.requires_grad or b.requires_grad)
         for a, b in zip(outputs, second_outputs)
@@ -158,13 +164,12 @@ class DataParallelCall(Function):
             )
         (halves,) = ctx.saved_arrays
         sizes, dim = halves.sizes, halves.dim
-        total = sum(sizes)
         seeds = ([], [])
-        for grad in grads:
-            if grad.ndim > 0:  # a batch of outputs: each half's rows of dL/d(output)
+        for first_half, grad in zip(halves.outputs[0], grads):
+            if first_half.ndim == 0:  # the vector of the halves' 0-dim outputs
+                parts = (grad[0], grad[1])
+            else:  # each half's rows of dL/d(output)
                 parts = _split(grad, sizes, dim)
-            else:  # a mean over the batch, L = sum_i (n_i / n) L_i: dL/dL_i = n_i / n
-                parts = [grad * (size / total) for size in sizes]
             for index in (0, 1):
                 seeds[index].append(parts[index])
         for leaf in (*halves.inputs[0], *halves.inputs[1]):
@@ -224,9 +229,9 @@ def _split(value, sizes, dim):
     return value[(*before, slice(0, sizes[0]))], value[(*before, slice(sizes[0], None))]
 
 
-def _gather(first, second, sizes, dim):
+def _gather(first, second, dim):
     """One output of the whole batch from its two halves (Tensors): concatenated along
-    ``dim``, or for a 0-dim output (a mean over the batch) the size-weighted mean."""
+    ``dim``, or for 0-dim outputs the vector of the two."""
     if first is None and second is None:
         return None
     if first is None or second is None or first.ndim != second.ndim:
@@ -234,11 +239,10 @@ def _gather(first, second, sizes, dim):
             "DataParallel: the two halves of the batch gave outputs of different kinds "
             f"({_describe(first)} and {_describe(second)})"
         )
+    xp = array_module(first.data)
     if first.ndim == 0:
-        total = sum(sizes)
-        mean = first.data * (sizes[0] / total) + second.data * (sizes[1] / total)
-        return array_module(first.data).asarray(mean, dtype=first.dtype)
-    return array_module(first.data).concatenate((first.data, second.data), axis=dim)
+        return xp.stack((first.data, second.data))
+    return xp.concatenate((first.data, second.data), axis=dim)
 
 
 def _describe(value) -> str:

@@ -84,6 +84,13 @@ def register(subparsers) -> None:
     )
     training.add_argument("--seed", type=int, metavar="N")
     training.add_argument("--device", choices=["cpu", "cuda"])
+    training.add_argument(
+        "--data-parallel",
+        action="store_const",
+        const=True,
+        help="run each half of a batch on its own thread (nn.DataParallel): faster when a "
+        "batch holds 2048 tokens or more (batch size x block size), slower below",
+    )
 
     runs = parser.add_argument_group("run folder")
     runs.add_argument("--out", metavar="DIR", help="run folder (default: runs/<task>-<time>)")
