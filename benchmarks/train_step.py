@@ -257,15 +257,17 @@ def run(
             times["parallel"], blocks["parallel"], losses["parallel"], times, blocks, losses
         )
     if phases:
-        row["phases"] = {
-            phase: tuple(
-                1e3 * statistics.median([step[i] for step in split[name]])
-                if split.get(name)
-                else None
-                for name in ("minigrad", "torch")
-            )
-            for i, phase in enumerate(PHASES)
-        }
+        for arm, target in (("minigrad", row), ("parallel", row.get("parallel"))):
+            if target is not None:
+                target["phases"] = {
+                    phase: tuple(
+                        1e3 * statistics.median([step[i] for step in split[name]])
+                        if split.get(name)
+                        else None
+                        for name in (arm, "torch")
+                    )
+                    for i, phase in enumerate(PHASES)
+                }
     return row
 
 
@@ -351,11 +353,16 @@ def print_phases(rows: dict) -> None:
     print("| config | phase | minigrad ms | PyTorch ms | ratio |")
     print("|---|---|---|---|---|")
     for name, row in rows.items():
-        for phase, (ours, theirs) in row["phases"].items():
-            if theirs is None:
-                print(f"| {name} | {phase} | {ours:.2f} | - | - |")
-            else:
-                print(f"| {name} | {phase} | {ours:.2f} | {theirs:.2f} | {ours / theirs:.2f}x |")
+        arms = [(name, row)]
+        if "parallel" in row:
+            arms.append((f"{name}, DataParallel", row["parallel"]))
+        for label, arm in arms:
+            for phase, (ours, theirs) in arm["phases"].items():
+                if theirs is None:
+                    print(f"| {label} | {phase} | {ours:.2f} | - | - |")
+                else:
+                    ratio = f"{ours / theirs:.2f}x"
+                    print(f"| {label} | {phase} | {ours:.2f} | {theirs:.2f} | {ratio} |")
 
 
 if __name__ == "__main__":
