@@ -187,3 +187,14 @@ def test_outputs_must_be_tensors(two_threads):
 
     with pytest.raises(TypeError, match="DataParallel: the module must return a tensor"):
         nn.DataParallel(Dictionary())(mg.ones(4, 2))
+
+
+def test_cuda_batches_are_not_split(two_threads):
+    # CuPy queues its kernels on one stream: the model runs on the whole batch
+    if not mg.cuda.is_available():
+        pytest.skip("no CUDA device (CuPy with an NVIDIA GPU is needed)")
+    model = tiny_gpt().to("cuda")
+    x, y = (t.to("cuda") for t in tokens(4))
+    logits, loss = nn.DataParallel(model)(x, y)
+    assert loss.grad_fn.function is not DataParallelCall and loss.ndim == 0
+    assert loss.item() == pytest.approx(model(x, y)[1].item(), rel=1e-6)
