@@ -14,16 +14,16 @@ contributions (the multivariate chain rule).
 
 from __future__ import annotations
 
-import threading
-
 from minigrad.autograd.function import _check_finite
 from minigrad.autograd.grad_mode import modes
 
 
-def topological_order(*root_nodes) -> list:
-    """Nodes reachable from ``root_nodes``, each before the nodes that produced its inputs."""
+def topological_order(root_node, *more_roots) -> list:
+    """Nodes reachable from the roots, each before the nodes that produced its inputs."""
     order, visited = [], set()
-    stack = [(node, False) for node in reversed(root_nodes)]
+    stack = [(root_node, False)]
+    if more_roots:
+        stack = [(node, False) for node in (root_node, *more_roots)][::-1]
     while stack:
         node, inputs_done = stack.pop()
         if inputs_done:
@@ -89,22 +89,27 @@ def backward(output, gradient=None, retain_graph=False, create_graph=False) -> N
     run_backward((output,), (seed,), retain_graph or create_graph, create_graph)
 
 
-def run_backward(outputs, seeds, retain_graph: bool, create_graph: bool) -> None:
-    """The walk itself, from one or more outputs at once, each seeded with its dL/d output
-    (``nn.DataParallel`` starts from every output of a half batch's forward)."""
-    flags = modes.get()  # as ``with set_grad_enabled(create_graph)``
-    modes.grad_enabled, modes.retain_graph = create_graph, retain_graph
+def run_backward(outputs, seeds, retain_graph: bool, create_graph: bool, leaf_lock=None) -> None:
+    """The walk itself, from one or more outputs at once, each seeded with its dL/d output.
+    ``nn.DataParallel`` walks its two halves' graphs this way, from every output of each,
+    on two threads at once; a leaf both graphs reach (a parameter) then gets each walk's
+    gradient added to its ``.grad`` under ``leaf_lock``, so that neither is lost."""
+    grad_was_enabled, retained_before = modes.grad_enabled, modes.retain_graph
+    modes.grad_enabled = create_graph  # as ``with set_grad_enabled(create_graph)``
+    modes.retain_graph = retain_graph
     try:
-        pending = {}
+        pending = {}  # node -> {output index: dL/d(that output)}, summed as they arrive
         for output, seed in zip(outputs, seeds):
-            if output.grad_fn is None:  # backward on a leaf: its gradient is the seed itself
-                _finish_leaf(output, seed)
-                continue
-            slot = pending.setdefault(output.grad_fn, {})
-            slot[output._output_index] = _accumulate(slot.get(output._output_index), seed)
+            node, index = output.grad_fn, output._output_index
+            if node is None:  # backward on a leaf: its gradient is the seed itself
+                _finish_leaf(output, seed, leaf_lock)
+            elif node not in pending:
+                pending[node] = {index: seed}
+            else:
+                pending[node][index] = _accumulate(pending[node].get(index), seed)
 
         leaf_grads = {}
-        for node in topological_order(*pending):
+        for node in topological_order(*pending) if pending else ():
             output_grads = pending.pop(node, None)
             if output_grads is None:
                 continue
@@ -112,22 +117,20 @@ def run_backward(outputs, seeds, retain_graph: bool, create_graph: bool) -> None
             if not retain_graph:
                 node.free_saved()
         for leaf, grad in leaf_grads.values():
-            _finish_leaf(leaf, grad)
+            _finish_leaf(leaf, grad, leaf_lock)
     finally:
-        modes.set(flags)
+        modes.grad_enabled, modes.retain_graph = grad_was_enabled, retained_before
 
 
-# Two threads may finish leaves at once (nn.DataParallel): each .grad is read, summed and
-# written under this lock, so that neither contribution is lost.
-_LEAF_LOCK = threading.Lock()
-
-
-def _finish_leaf(leaf, grad) -> None:
+def _finish_leaf(leaf, grad, lock=None) -> None:
     if leaf._hooks:
         grad = _run_hooks(leaf, grad)
     if not modes.grad_enabled and grad.grad_fn is not None:
         grad = grad.detach()
-    with _LEAF_LOCK:
+    if lock is None:
+        leaf.grad = _accumulate(leaf.grad, grad)
+        return
+    with lock:  # read, add and write .grad as one step
         leaf.grad = _accumulate(leaf.grad, grad)
 
 

@@ -42,6 +42,8 @@ not the numbers of the same run without DataParallel.
 
 from __future__ import annotations
 
+import threading
+
 from minigrad import rng, threads
 from minigrad.autograd.engine import run_backward
 from minigrad.autograd.function import Context, Function, _record
@@ -174,12 +176,12 @@ class DataParallelCall(Function):
                 seeds[index].append(parts[index])
         for leaf in (*halves.inputs[0], *halves.inputs[1]):
             leaf.grad = None
-        retain = modes.retain_graph
+        retain, lock = modes.retain_graph, threading.Lock()
 
         def backward_half(index):
             roots = [(o, s) for o, s in zip(halves.outputs[index], seeds[index]) if o.requires_grad]
             if roots:
-                run_backward(*zip(*roots), retain_graph=retain, create_graph=False)
+                run_backward(*zip(*roots), retain, False, leaf_lock=lock)
 
         _on_both_threads(backward_half)
 
