@@ -179,7 +179,7 @@ def run(
         """A step of minigrad on ``model`` with an optimizer of its own; with ``parallel``,
         through nn.DataParallel, with the loss of the gathered logits."""
         opt = optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
-        halves = nn.DataParallel(model)
+        halves = nn.DataParallel(model) if parallel else None
 
         def step(x, y):
             xb, yb = mg.tensor(x, device=device), mg.tensor(y, device=device)

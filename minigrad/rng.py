@@ -12,6 +12,7 @@ the CPU generator where it was.
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -57,20 +58,12 @@ class HalvesGenerators:
                 self._generators = [np.random.default_rng(int(seed)) for seed in seeds]
         return self._generators[index]
 
+    @contextmanager
     def half(self, index: int):
         """``with halves.half(i):`` this thread draws from half i's generator."""
-        return _Half(self, index)
-
-
-class _Half:
-    def __init__(self, halves, index):
-        self._half = (halves, index)
-
-    def __enter__(self):
-        self._previous = getattr(_this_thread, "half", None)
-        _this_thread.half = self._half
-        return self
-
-    def __exit__(self, *exc_info):
-        _this_thread.half = self._previous
-        return False
+        previous = getattr(_this_thread, "half", None)
+        _this_thread.half = (self, index)
+        try:
+            yield
+        finally:
+            _this_thread.half = previous

@@ -42,6 +42,7 @@ import ctypes
 import os
 import threading
 import time
+from contextlib import contextmanager
 
 IDLE_SECONDS = 0.1  # the helper spins this long (to twice this long) after its last task
 
@@ -243,18 +244,16 @@ def helper():
     return _helper
 
 
-class alone:
+@contextmanager
+def alone():
     """Inside ``with alone():`` this thread hands no work to the helper: ``nn.DataParallel``
     runs one half of a batch on each thread, and each computes its half by itself."""
-
-    def __enter__(self):
-        self._was_alone = getattr(_this_thread, "alone", False)
-        _this_thread.alone = True
-        return self
-
-    def __exit__(self, *exc_info):
-        _this_thread.alone = self._was_alone
-        return False
+    was_alone = getattr(_this_thread, "alone", False)
+    _this_thread.alone = True
+    try:
+        yield
+    finally:
+        _this_thread.alone = was_alone
 
 
 def _forget_helper() -> None:

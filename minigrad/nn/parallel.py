@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import threading
 
-from minigrad import rng, threads
+from minigrad import ops, rng, threads
 from minigrad.autograd.engine import run_backward
 from minigrad.autograd.function import Context, Function, _record
 from minigrad.autograd.grad_mode import modes
@@ -184,8 +184,6 @@ class DataParallelCall(Function):
                 run_backward(*zip(*roots), retain, False, leaf_lock=lock)
 
         _on_both_threads(backward_half)
-
-        from minigrad import ops
 
         input_grads = []
         for first, second in zip(*halves.inputs):
