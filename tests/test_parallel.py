@@ -198,3 +198,21 @@ def test_cuda_batches_are_not_split(two_threads):
     logits, loss = nn.DataParallel(model)(x, y)
     assert loss.grad_fn.function is not DataParallelCall and loss.ndim == 0
     assert loss.item() == pytest.approx(model(x, y)[1].item(), rel=1e-6)
+
+
+def test_halves_that_disagree_or_fail_raise_in_the_caller(two_threads):
+    class Uneven(nn.Module):
+        def forward(self, x):
+            if x.shape[0] == 2:  # the second half of 5 rows
+                raise ValueError("second half refused")
+            return x * 2.0 if x.shape[0] == 3 else None
+
+    with pytest.raises(ValueError, match="second half refused"):
+        nn.DataParallel(Uneven())(mg.ones(5, 2))
+
+    class Mismatched(nn.Module):
+        def forward(self, x):
+            return x if x.shape[0] == 3 else None
+
+    with pytest.raises(TypeError, match="different kinds.*shape \\(3, 2\\) and None"):
+        nn.DataParallel(Mismatched())(mg.ones(5, 2))
