@@ -66,7 +66,7 @@ class DataParallel(Module):
         tensors = [item for item in inputs if isinstance(item, Tensor)]
         if not self._splits(tensors):
             return self.module(*inputs)
-        return _forward_in_halves(self.module, inputs, self.dim)
+        return _forward_in_halves(self.module, inputs, tensors, self.dim)
 
     def _splits(self, tensors) -> bool:
         if not tensors or threads.helper() is None:
@@ -87,19 +87,21 @@ class _Halves:
         self.inputs, self.outputs, self.sizes, self.dim = inputs, outputs, sizes, dim
 
 
-def _forward_in_halves(module, inputs, dim):
-    batch = next(item for item in inputs if isinstance(item, Tensor)).shape[dim]
+def _forward_in_halves(module, inputs, tensors, dim):
+    batch = tensors[0].shape[dim]
     sizes = ((batch + 1) // 2, batch // 2)  # as chunk(2): the first half takes the odd one
     grad_enabled = modes.grad_enabled
-    halves = ([], [])
+    halves, leaves = ([], []), ([], [])  # per half: its inputs, and the tensors among them
     for item in inputs:
         if not isinstance(item, Tensor):
             halves[0].append(item)
             halves[1].append(item)
             continue
         needs_grad = grad_enabled and item.requires_grad
-        for half, part in zip(halves, _split(item.data, sizes, dim)):
-            half.append(Tensor._make(part, needs_grad))  # a leaf: its grad is this half's
+        for half, half_leaves, part in zip(halves, leaves, _split(item.data, sizes, dim)):
+            leaf = Tensor._make(part, needs_grad)  # a leaf: its grad is this half's
+            half.append(leaf)
+            half_leaves.append(leaf)
 
     results = [None, None]
     generators = rng.HalvesGenerators()
@@ -123,12 +125,11 @@ def _forward_in_halves(module, inputs, dim):
     # one node for the whole call: its inputs are the call's tensors and the parameters that
     # the halves' graphs reach, so that backward finds it; its backward runs those graphs
     parameters = [p for p in module.parameters() if p.requires_grad]
-    tensors = [item for item in inputs if isinstance(item, Tensor)]
     ctx = Context()
     kept = [(a, b) for (a, b), keep in zip(zip(outputs, second_outputs), differentiable) if keep]
     ctx.save_for_backward(
         _Halves(
-            inputs=[[t for t in half if isinstance(t, Tensor)] for half in halves],
+            inputs=leaves,
             outputs=(tuple(a for a, _ in kept), tuple(b for _, b in kept)),
             sizes=sizes,
             dim=dim,
