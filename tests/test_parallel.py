@@ -216,3 +216,23 @@ def test_halves_that_disagree_or_fail_raise_in_the_caller(two_threads):
 
     with pytest.raises(TypeError, match="different kinds.*shape \\(3, 2\\) and None"):
         nn.DataParallel(Mismatched())(mg.ones(5, 2))
+
+
+def test_a_tensor_that_is_not_batched_keeps_the_call_whole(two_threads):
+    class Masked(nn.Module):
+        def forward(self, x, mask):
+            return x * mask
+
+    x, mask = mg.ones(6, 3, requires_grad=True), mg.tensor(np.array([1.0, 0.0, 1.0], np.float32))
+    out = nn.DataParallel(Masked())(x, mask)  # mask has no batch axis: no split
+    assert out.grad_fn.function is not DataParallelCall
+    np.testing.assert_array_equal(out.numpy(), np.tile([1.0, 0.0, 1.0], (6, 1)))
+    scale = 2.0  # a non-tensor argument goes to both halves as it is
+
+    class Scaled(nn.Module):
+        def forward(self, x, factor):
+            return x * factor
+
+    seen = nn.DataParallel(Scaled())(mg.ones(6, 3, requires_grad=True), scale)
+    assert seen.grad_fn.function is DataParallelCall
+    np.testing.assert_array_equal(seen.numpy(), np.full((6, 3), 2.0, np.float32))
