@@ -23,8 +23,8 @@ hand-off per product or softmax, 84 in a training step of benchmarks/train_step.
 one core. Here the work changes hands twice a step and every op runs on both cores, but the
 two threads take turns at the GIL for each op's Python. So it pays for big ops only: on 2
 cores, a training step of 2048 tokens of width 128 (``small``) took 0.85-0.96 of the plain
-step's time (seven runs of benchmarks/train_step.py --parallel), and of 8 x 16 tokens of
-width 32 (``tiny``) about three times as long.
+step's time (eight runs of benchmarks/train_step.py --parallel), ``medium`` (2048 tokens of
+width 256) 0.90-1.10, and ``tiny`` (8 x 16 tokens of width 32) about three times as long.
 
 Outputs are gathered as PyTorch's DataParallel gathers them: tensors are concatenated along
 ``dim``, and a 0-dim output (a loss) becomes a vector of the two halves' values. The mean of
