@@ -247,15 +247,13 @@ def run(
 
     x, y = batches[0]
     _, loss = model(mg.tensor(x, device=device), mg.tensor(y, device=device))
-    row = arm_row(times["minigrad"], blocks["minigrad"], losses["minigrad"], times, blocks, losses)
+    row = arm_row("minigrad", times, blocks, losses)
     row["minigrad_saved_mb"] = minigrad_saved_bytes(loss) / 2**20
     if twin is not None:
         xb, yb = torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
         row["torch_saved_mb"] = torch_saved_bytes(torch, twin, xb, yb) / 2**20
     if parallel:
-        row["parallel"] = arm_row(
-            times["parallel"], blocks["parallel"], losses["parallel"], times, blocks, losses
-        )
+        row["parallel"] = arm_row("parallel", times, blocks, losses)
     if phases:
         for arm, target in (("minigrad", row), ("parallel", row.get("parallel"))):
             if target is not None:
@@ -271,18 +269,18 @@ def run(
     return row
 
 
-def arm_row(own_times, own_blocks, own_losses, times, blocks, losses) -> dict:
+def arm_row(arm: str, times: dict, blocks: dict, losses: dict) -> dict:
     """One minigrad arm's figures: its median ms and, where PyTorch ran, the ratio, the
     block-by-block quartiles and how far its losses drift from PyTorch's."""
-    row = {"minigrad_ms": 1e3 * statistics.median(own_times)}
+    row = {"minigrad_ms": 1e3 * statistics.median(times[arm])}
     if "torch" in times:
         row["torch_ms"] = 1e3 * statistics.median(times["torch"])
         row["ratio"] = row["minigrad_ms"] / row["torch_ms"]  # the ratio of the two medians
         row["block_ratio"], row["block_low"], row["block_high"] = paired_ratio(
-            own_blocks, blocks["torch"]
+            blocks[arm], blocks["torch"]
         )
         row["loss_drift"] = max(
-            (abs(a - b) / abs(b) for a, b in zip(own_losses, losses["torch"])),
+            (abs(a - b) / abs(b) for a, b in zip(losses[arm], losses["torch"])),
             default=float("nan"),
         )
     return row

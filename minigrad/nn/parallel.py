@@ -37,10 +37,10 @@ It splits NumPy batches of two or more, when minigrad has two threads (``set_num
 and every tensor input has the same size along ``dim`` (other arguments go to both halves as
 they are). Otherwise (on the GPU, whose kernels queue on one stream anyway, on one thread, or
 for a tensor that is not batched, such as a shared mask) it calls the model on the whole
-batch. What differs from calling the model: a module that keeps
-something from its last forward (``MultiHeadAttention.attn_weights``) keeps one half's, and
-dropout draws from a generator of each half's own (``minigrad.rng``), so a run repeats, but
-not the numbers of the same run without DataParallel.
+batch. What differs from calling the model: a module that keeps something from its last
+forward (``MultiHeadAttention.attn_weights``) keeps one half's, and dropout draws from a
+generator of each half's own (``minigrad.rng``), so a run repeats, but not the numbers of the
+same run without DataParallel.
 """
 
 from __future__ import annotations
