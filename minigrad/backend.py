@@ -324,9 +324,10 @@ def _normal_cdf_float32(x: np.ndarray, out: np.ndarray) -> np.ndarray:
         np.clip(us, _CDF_GRID_FIRST, _CDF_GRID_LAST - 1, out=us)  # inf included
         np.floor(us, out=ks)
         us -= ks  # the fraction, in [0, 1)
-        with np.errstate(invalid="ignore"):  # nan: index 0 below, and nan stays nan
-            np.copyto(index, ks, casting="unsafe")
-        index -= _CDF_GRID_FIRST  # the table row: 0 for the first grid point
+        # the table row (0 for the first grid point), cast to int by the ufunc, which
+        # releases the GIL (np.copyto's cast keeps it); nan: row 0 below, and stays nan
+        with np.errstate(invalid="ignore"):
+            np.subtract(ks, np.float32(_CDF_GRID_FIRST), out=index, casting="unsafe")
         np.take(rise, index, out=ks, mode="clip")
         ks *= us
         np.take(level, index, out=phi, mode="clip")
