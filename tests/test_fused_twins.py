@@ -203,6 +203,23 @@ def test_fused_op_matches_its_twin(name, dtype, rtol, device):
     assert_twins_agree(fused, twin, arrays, dtype, device, rtol)
 
 
+@pytest.mark.parametrize("dtype, rtol", [(mg.float64, 1e-12), (mg.float32, 1e-6)])
+def test_layer_norm_with_a_frozen_weight(dtype, rtol, device):
+    # gamma without requires_grad: no dL/dgamma (its g * xhat is skipped on the GPU), and
+    # the same dL/dx and dL/dbeta as with a trainable gamma
+    grads = []
+    for trainable in (True, False):
+        x = mg.tensor(X_BIG, dtype=dtype, device=device, requires_grad=True)
+        weight = mg.tensor(GAMMA_BIG, dtype=dtype, device=device, requires_grad=trainable)
+        bias = mg.tensor(BETA_BIG, dtype=dtype, device=device, requires_grad=True)
+        out = ops.layer_norm(x, (256,), weight, bias)
+        out.backward(mg.tensor(X_BIG[::-1].copy(), dtype=dtype, device=device))
+        assert (weight.grad is not None) == trainable
+        grads.append((x.grad.numpy(), bias.grad.numpy()))
+    for trained, frozen in zip(*grads):
+        np.testing.assert_allclose(frozen, trained, rtol=rtol, atol=rtol)
+
+
 # -- numerical stability -----------------------------------------------------------------------
 
 HUGE = np.array([[1000.0, -1000.0, 0.0], [-1000.0, -1000.0, 1000.0], [1000.0, 1000.0, 1000.0]])

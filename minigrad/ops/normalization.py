@@ -7,8 +7,6 @@ over the last dims (``normalized_shape``), mu and sigma^2 the mean and (biased) 
 
 from __future__ import annotations
 
-import numpy as np
-
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
 from minigrad.backend import (
@@ -16,6 +14,7 @@ from minigrad.backend import (
     fused_centered_sum_of_squares,
     fused_layer_norm_input_grad,
     fused_layer_norm_output,
+    is_numpy,
     row_means,
     sum_of_products,
 )
@@ -33,7 +32,7 @@ class LayerNorm(Function):
     def forward(ctx, x, weight, bias, axes, eps):
         ctx.axes, ctx.eps = axes, eps
         ctx.n = count_in(x.shape, axes)  # values per row: mean = sum / n
-        if type(x) is not np.ndarray and weight is not None and bias is not None:
+        if not is_numpy(x) and weight is not None and bias is not None:
             return _forward_on_gpu(ctx, x, weight, bias, axes, eps)
         # the normalized dims are the trailing ones: x as a (rows, n) matrix, one row each
         xhat, rstd, y = _normalize(_matrix(x, ctx.n), _row(weight), _row(bias), eps)
@@ -104,14 +103,16 @@ def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
     n = ctx.n
     grad_rows, xhat, rstd = _matrix(grad, n), _matrix(xhat, n), _matrix(rstd, 1)
     weight_row = _row(weight)
-    grad_times_xhat = grad_rows * xhat  # summed down the rows: dL/dgamma
+    on_gpu = not is_numpy(grad) and weight is not None  # dL/dx in one kernel, below
+    # g * xhat: summed down the rows, dL/dgamma; on the CPU also a buffer for dL/dx
+    grad_times_xhat = grad_rows * xhat if ctx.needs_input_grad[1] or not on_gpu else None
     grad_w = column_sums(grad_times_xhat) if ctx.needs_input_grad[1] else None
     grad_b = column_sums(grad_rows) if ctx.needs_input_grad[2] else None
     if len(ctx.axes) > 1:  # as the normalized dims: (n,) -> normalized_shape
         normalized_shape = grad.shape[grad.ndim - len(ctx.axes) :]
         grad_w = grad_w.reshape(normalized_shape) if grad_w is not None else None
         grad_b = grad_b.reshape(normalized_shape) if grad_b is not None else None
-    if type(grad) is not np.ndarray and weight is not None:  # on the GPU: one kernel
+    if on_gpu:
         grad_xhat = grad_rows * weight_row
         mean_grad_xhat = row_means(grad_xhat)
         mean_grad_xhat_xhat = row_means(grad_xhat * xhat)
