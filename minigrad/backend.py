@@ -137,6 +137,21 @@ def reduce_max(a, axis, keepdims: bool = False):
     return a.max(axis=axis, keepdims=keepdims)
 
 
+SMALL_RANGE_SIZE = 32  # up to this many values, Python's min and max beat NumPy's
+
+
+def index_range(a) -> tuple[int, int]:
+    """(smallest, largest) of a non-empty integer array, as Python ints: for the range checks
+    of class and embedding indices. A few values go through Python's min and max (8 values:
+    0.7 against 3.4 us for ``a.min()`` and ``a.max()``), more through one reduction each."""
+    if type(a) is np.ndarray:
+        if a.size <= SMALL_RANGE_SIZE:
+            values = a.ravel().tolist()
+            return min(values), max(values)
+        return int(np.minimum.reduce(a, axis=None)), int(np.maximum.reduce(a, axis=None))
+    return int(a.min()), int(a.max())
+
+
 BLAS_MIN_SIZE = 1 << 12  # from this many values on, (1, ..., 1) @ a beats a column reduction
 
 
@@ -236,7 +251,7 @@ def _add_rows(target, index, values) -> None:
         return
     values = values.reshape((index.size,) + target.shape[1:])
     size = target.shape[0]
-    lowest, highest = index.min(), index.max()
+    lowest, highest = index_range(index)
     if lowest < -size or highest >= size:
         bad = lowest if lowest < -size else highest
         raise IndexError(f"index {bad} is out of bounds for axis 0 with size {size}")

@@ -239,3 +239,16 @@ def test_a_product_with_the_shape_of_b_is_laid_out_as_b():
     # a plain 2-D product stays C-ordered, whatever b's layout
     w = mg.randn(5, 5)
     assert (mg.randn(5, 5) @ w.T).data.flags.c_contiguous
+
+
+SMALL = backend.SMALL_RANGE_SIZE
+
+
+@pytest.mark.parametrize("size", [1, 5, SMALL, SMALL + 1, 3000])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
+def test_index_range_is_min_and_max_as_python_ints(size, dtype):
+    a = np.random.default_rng(size).integers(0 if dtype == np.uint8 else -50, 100, size)
+    a = a.astype(dtype).reshape(-1, 1) if size % 2 else a.astype(dtype)  # any shape
+    lowest, highest = backend.index_range(a)
+    assert (lowest, highest) == (int(a.min()), int(a.max()))
+    assert type(lowest) is int and type(highest) is int

@@ -88,7 +88,7 @@ class Context:
         backward formulas that work on arrays, outside create_graph."""
         if self._freed:
             self._raise_freed()
-        return tuple([_raw(value) for value in self._saved])
+        return tuple([v.data if isinstance(v, Tensor) else v for v in self._saved])
 
     def _raise_freed(self):
         raise RuntimeError(
@@ -121,13 +121,6 @@ class Context:
         if self._freed:
             return self.saved_bytes
         return sum([getattr(value, "nbytes", 0) for value in self._saved])  # arrays, Tensors
-
-
-def _raw(value):
-    """A saved value as forward saved it (a saved Tensor gives its array)."""
-    if isinstance(value, Tensor):
-        return value.data
-    return value
 
 
 def _shapes(args) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from minigrad.autograd.function import Function
-from minigrad.backend import index_add
+from minigrad.backend import index_add, index_range
 from minigrad.errors import OutOfRangeError
 from minigrad.ops._helpers import xp_of
 
@@ -13,7 +13,8 @@ class Embedding(Function):
     @staticmethod
     def forward(ctx, indices, weight):
         count = weight.shape[0]
-        if indices.size and (indices.min() < 0 or indices.max() >= count):
+        lowest, highest = index_range(indices) if indices.size else (0, 0)
+        if lowest < 0 or highest >= count:
             bad = indices[(indices < 0) | (indices >= count)].ravel()[0]
             raise OutOfRangeError(
                 f"embedding: index {int(bad)} is out of range for {count} embeddings "

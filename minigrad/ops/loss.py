@@ -11,7 +11,7 @@ import math
 
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
-from minigrad.backend import reduce_max, reduce_sum
+from minigrad.backend import index_range, reduce_max, reduce_sum
 from minigrad.errors import OutOfRangeError, ShapeError
 from minigrad.ops._helpers import xp_of
 from minigrad.tensor import Tensor
@@ -26,12 +26,12 @@ class CrossEntropy(Function):
     def forward(ctx, logits, target, ignore_index, reduction):
         xp = xp_of(logits)
         rows, classes = logits.shape
-        lowest, highest = (int(target.min()), int(target.max())) if rows else (0, 0)
+        lowest, highest = index_range(target) if rows else (0, 0)
         if lowest <= ignore_index <= highest:  # some rows may be ignored: find them
             counted = target != ignore_index
             ctx.count = int(counted.sum())  # rows that count (the mean divides by them)
             safe_target = xp.where(counted, target, 0)
-            lowest, highest = int(safe_target.min()), int(safe_target.max())
+            lowest, highest = index_range(safe_target)
         else:  # no target equals ignore_index: every row counts (the common case)
             counted, ctx.count, safe_target = None, rows, target
         if lowest < 0 or highest >= classes:
@@ -42,8 +42,8 @@ class CrossEntropy(Function):
             )
         rowmajor = xp.ascontiguousarray(logits)  # so that flat position i * C + t is (i, t)
         shifted = rowmajor - reduce_max(rowmajor, 1, keepdims=True)  # x - m
-        picked = xp.arange(rows) * classes  # flat positions of the targets: i * C + t_i
-        picked += safe_target
+        picked = xp.arange(0, rows * classes, classes)  # flat positions of the targets:
+        picked += safe_target  # i * C + t_i
         target_shifted = shifted.reshape(-1).take(picked)  # x_i[t_i] - m_i
         exps = xp.exp(shifted, out=shifted)  # e^(x - m), kept: softmax(x) = exps / row sums
         sums = reduce_sum(exps, 1)
