@@ -58,3 +58,16 @@ def test_train_step_times_a_data_parallel_arm_on_the_same_losses():
     assert parallel["loss_drift"] < 1e-5
     assert parallel["torch_ms"] == row["torch_ms"]  # the same PyTorch steps for both arms
     assert parallel["ratio"] == pytest.approx(parallel["minigrad_ms"] / parallel["torch_ms"])
+
+
+def test_gelu_benchmark_times_both_forms_on_both_thread_counts():
+    from benchmarks import gelu
+
+    result = gelu.measure("minigrad", size=4096, calls=2)
+    for form in gelu.FORMS:
+        for threads in gelu.THREADS:
+            forward_ms, backward_ms = result[f"{form} {threads}"]
+            assert forward_ms > 0 and backward_ms > 0
+        assert result[f"{form} error"] < 1e-6  # float32 rounding of the float64 value
+    text = gelu.table({"minigrad": [result, result]}, 4096)
+    assert "| exact | 2 | backward |" in text and "largest error" in text
