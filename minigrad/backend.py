@@ -298,8 +298,8 @@ def erf(x):
 # Phi on a grid, for float32: Phi(k h) for k h in [-16, 8], h = 2^-11. Between two grid
 # points Phi is read off the straight line through them: error at most h^2/8 max|Phi''| =
 # 7e-9 (Phi'' = -x phi(x), largest at x = 1), below float32's rounding of Phi itself (6e-8
-# near 1), and relative error about 5e-6 at most in the left tail (Phi''/Phi ~ x^2 there). Beyond
-# the grid, float32's Phi is 0 (below -16) or 1 (above 8).
+# near 1); in the left tail, where Phi''/Phi ~ x^2, relative error 5e-6 at most. Beyond the
+# grid, float32's Phi is 0 (below -16) or 1 (above 8).
 _CDF_GRID_SHIFT = 11  # h = 2^-11: x * 2^11 is exact in floating point
 _CDF_GRID_FIRST, _CDF_GRID_LAST = -16 << _CDF_GRID_SHIFT, 8 << _CDF_GRID_SHIFT
 # Values per pass. The temporaries stay small, and each pass is long enough that the two
@@ -343,10 +343,11 @@ def _normal_cdf_float32(x: np.ndarray, out: np.ndarray) -> np.ndarray:
         # releases the GIL (np.copyto's cast keeps it); nan: row 0 below, and stays nan
         with np.errstate(invalid="ignore"):
             np.subtract(ks, np.float32(_CDF_GRID_FIRST), out=index, casting="unsafe")
-        np.take(rise, index, out=ks, mode="clip")
-        ks *= us
+        step = ks  # floor(u) is in index now: its buffer takes rise(k) (u - k)
+        np.take(rise, index, out=step, mode="clip")
+        step *= us
         np.take(level, index, out=phi, mode="clip")
-        phi += ks
+        phi += step  # Phi(k h) + (u - k) rise(k)
     return out
 
 
