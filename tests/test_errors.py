@@ -294,3 +294,10 @@ def test_cuda_without_gpu_says_how_to_install(make):
 def test_unknown_device():
     with raises(ValueError, "unknown device 'tpu': expected 'cpu' or 'cuda'"):
         mg.zeros(2, device="tpu")
+
+
+def test_embedding_of_no_indices_is_empty_even_with_no_rows():
+    # nothing to look up is never out of range, as in PyTorch
+    weight = mg.zeros(0, 4, requires_grad=True)
+    out = ops.embedding(mg.tensor(np.zeros((2, 0), np.int64)), weight)
+    assert out.shape == (2, 0, 4)

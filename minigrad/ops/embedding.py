@@ -13,13 +13,14 @@ class Embedding(Function):
     @staticmethod
     def forward(ctx, indices, weight):
         count = weight.shape[0]
-        lowest, highest = index_range(indices) if indices.size else (0, 0)
-        if lowest < 0 or highest >= count:
-            bad = indices[(indices < 0) | (indices >= count)].ravel()[0]
-            raise OutOfRangeError(
-                f"embedding: index {int(bad)} is out of range for {count} embeddings "
-                f"(weight of shape {weight.shape})"
-            )
+        if indices.size:
+            lowest, highest = index_range(indices)
+            if lowest < 0 or highest >= count:
+                bad = indices[(indices < 0) | (indices >= count)].ravel()[0]
+                raise OutOfRangeError(
+                    f"embedding: index {int(bad)} is out of range for {count} embeddings "
+                    f"(weight of shape {weight.shape})"
+                )
         ctx.save_for_backward(indices)
         ctx.weight_shape = weight.shape
         return weight[indices]
