@@ -332,22 +332,23 @@ def _normal_cdf_float32(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     flat_x, flat_out = x.reshape(-1), out.reshape(-1)
     u = np.empty(min(flat_x.size, _CHUNK), np.float32)
     k, at = np.empty_like(u), np.empty(u.shape, np.int32)
-    for start in range(0, flat_x.size, _CHUNK):
-        xs, phi = flat_x[start : start + _CHUNK], flat_out[start : start + _CHUNK]
-        us, ks, index = u[: xs.size], k[: xs.size], at[: xs.size]
-        np.multiply(xs, np.float32(1 << _CDF_GRID_SHIFT), out=us)  # u = x / h
-        np.clip(us, _CDF_GRID_FIRST, _CDF_GRID_LAST - 1, out=us)  # inf included
-        np.floor(us, out=ks)
-        us -= ks  # the fraction, in [0, 1)
-        # the table row (0 for the first grid point), cast to int by the ufunc, which
-        # releases the GIL (np.copyto's cast keeps it); nan: row 0 below, and stays nan
-        with np.errstate(invalid="ignore"):
+    # nan casts to int with an "invalid" warning: its row is 0 below, and Phi stays nan
+    with np.errstate(invalid="ignore"):
+        for start in range(0, flat_x.size, _CHUNK):
+            xs, phi = flat_x[start : start + _CHUNK], flat_out[start : start + _CHUNK]
+            us, ks, index = u[: xs.size], k[: xs.size], at[: xs.size]
+            np.multiply(xs, np.float32(1 << _CDF_GRID_SHIFT), out=us)  # u = x / h
+            np.clip(us, _CDF_GRID_FIRST, _CDF_GRID_LAST - 1, out=us)  # inf included
+            np.floor(us, out=ks)
+            us -= ks  # the fraction, in [0, 1)
+            # the table row (0 for the first grid point), cast to int by the ufunc, which
+            # releases the GIL (np.copyto's cast keeps it)
             np.subtract(ks, np.float32(_CDF_GRID_FIRST), out=index, casting="unsafe")
-        step = ks  # floor(u) is in index now: its buffer takes rise(k) (u - k)
-        np.take(rise, index, out=step, mode="clip")
-        step *= us
-        np.take(level, index, out=phi, mode="clip")
-        phi += step  # Phi(k h) + (u - k) rise(k)
+            step = ks  # floor(u) is in index now: its buffer takes rise(k) (u - k)
+            np.take(rise, index, out=step, mode="clip")
+            step *= us
+            np.take(level, index, out=phi, mode="clip")
+            phi += step  # Phi(k h) + (u - k) rise(k)
     return out
 
 
