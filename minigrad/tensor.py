@@ -227,9 +227,7 @@ class Tensor:
         arrays ops saved are freed afterwards unless ``retain_graph=True``;
         ``create_graph=True`` records the backward pass too, for second derivatives.
         """
-        from minigrad.autograd.engine import backward
-
-        backward(self, gradient, retain_graph, create_graph)
+        _engine.backward(self, gradient, retain_graph, create_graph)
 
     # -- operators -------------------------------------------------------------------------
 
@@ -562,3 +560,4 @@ def _grad_enabled() -> bool:
 
 
 from minigrad import ops as _ops  # noqa: E402  (the ops need Tensor defined first)
+from minigrad.autograd import engine as _engine  # noqa: E402  (imported once, not per call)
