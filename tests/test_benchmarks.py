@@ -71,3 +71,12 @@ def test_gelu_benchmark_times_both_forms_on_both_thread_counts():
         assert result[f"{form} error"] < 1e-6  # float32 rounding of the float64 value
     text = gelu.table({"minigrad": [result, result]}, 4096)
     assert "| exact | 2 | backward |" in text and "largest error" in text
+
+
+def test_gelu_benchmark_runs_each_framework_in_a_process_of_its_own(capsys):
+    from benchmarks import gelu
+
+    gelu.main(["--rounds", "1", "--calls", "1", "--size", "2048"])
+    text = capsys.readouterr().out
+    assert "GELU over 2,048 float32 values" in text and "| tanh | 2 | forward |" in text
+    assert "minigrad" in text
