@@ -236,3 +236,19 @@ def test_a_tensor_that_is_not_batched_keeps_the_call_whole(two_threads):
     seen = nn.DataParallel(Scaled())(mg.ones(6, 3, requires_grad=True), scale)
     assert seen.grad_fn.function is DataParallelCall
     np.testing.assert_array_equal(seen.numpy(), np.full((6, 3), 2.0, np.float32))
+
+
+@pytest.mark.parametrize("keep_wrapper", [True, False])
+def test_the_drawn_graph_names_the_parameters(two_threads, keep_wrapper):
+    # the DataParallelCall node is the model's call: its parameters are drawn with their
+    # names, also when the DataParallel wrapper was a temporary that is gone by then
+    pytest.importorskip("graphviz")
+    model = tiny_gpt()
+    x, y = tokens(4)
+    wrapper = nn.DataParallel(model)
+    logits, _ = wrapper(x)
+    if not keep_wrapper:
+        del wrapper
+    source = mg.viz.draw_graph(next_token_loss(logits, y)).source
+    assert "DataParallelCall" in source
+    assert "blocks.0.attn.q_proj.weight" in source and "leaf (requires grad)" not in source

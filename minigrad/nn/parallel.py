@@ -52,7 +52,7 @@ from minigrad.autograd.engine import run_backward
 from minigrad.autograd.function import Context, Function, _record
 from minigrad.autograd.grad_mode import modes
 from minigrad.backend import array_module, is_numpy
-from minigrad.nn.module import Module
+from minigrad.nn.module import Module, _record_call
 from minigrad.tensor import Tensor
 
 
@@ -151,6 +151,9 @@ def _forward_in_halves(module, inputs, tensors, dim):
     ctx.output_specs = tuple((t.shape, t.dtype, array_module(t.data)) for t in grad_outputs)
     needs_grad = [t.requires_grad for t in tensors] + [True] * len(parameters)
     _record(ctx, DataParallelCall, (*tensors, *parameters), needs_grad, grad_outputs)
+    # the node is the model's call as well (as if the model had made it): minigrad.viz names
+    # the parameters after the model, also once a temporary DataParallel wrapper is gone
+    _record_call(module, grad_outputs, ctx.seq, ctx.seq + 1)
     return rebuild(tensor_outputs)
 
 
