@@ -196,15 +196,15 @@ def _constant_column(n: int, value: float, dtype) -> np.ndarray:
     return column
 
 
-def column_sums(a):
-    """a.sum(axis=0) of a matrix. On a big NumPy one, as (1, ..., 1) @ a (see row_means):
-    2.3-3.4x NumPy's reduction down the columns, and summed by BLAS in blocks rather than
-    row after row."""
+def column_sums(a, out=None):
+    """a.sum(axis=0) of a matrix, into ``out`` where given. On a big NumPy one, as
+    (1, ..., 1) @ a (see row_means): 2.3-3.4x NumPy's reduction down the columns, and summed
+    by BLAS in blocks rather than row after row."""
     if type(a) is np.ndarray:
         if a.size >= BLAS_MIN_SIZE and a.dtype.kind == "f":
-            return _constant_column(a.shape[0], 1.0, a.dtype)[:, 0] @ a
-        return np.add.reduce(a, axis=0)
-    return a.sum(axis=0)
+            return np.matmul(_constant_column(a.shape[0], 1.0, a.dtype)[:, 0], a, out=out)
+        return np.add.reduce(a, axis=0, out=out)
+    return a.sum(axis=0, out=out)
 
 
 def sum_of_products(a, b, axes: tuple, out=None):
@@ -474,6 +474,29 @@ def matmul_pair(first, second, outs=(None, None)) -> tuple:
 
     threads.helper().run(second_product, first_product)
     return products[0], products[1]
+
+
+def weight_grads_posted(grad_rows, x_rows, with_bias: bool):
+    """(g^T x, the column sums of g), a Linear's dL/dW and dL/db, computed on the helper
+    thread *while the caller goes on*: returned at once, as arrays the helper fills in by the
+    time ``threads.finish_posted()`` returns (the autograd engine calls it before it hands
+    gradients to the leaves). Until then nothing may read them, nor write g or x. None (the
+    caller computes them) for a product too small for a thread, or where the helper is busy
+    or off."""
+    if not _worth_a_thread(grad_rows.T, x_rows):
+        return None
+    dtype = grad_rows.dtype
+    grad_w = np.empty((grad_rows.shape[1], x_rows.shape[1]), dtype)
+    grad_b = np.empty(grad_rows.shape[1], dtype) if with_bias else None
+
+    def weight_grads():
+        np.matmul(grad_rows.T, x_rows, out=grad_w)
+        if grad_b is not None:
+            column_sums(grad_rows, out=grad_b)
+
+    if not threads.post(weight_grads):
+        return None
+    return grad_w, grad_b
 
 
 def empty_laid_out_like(a):

@@ -31,6 +31,12 @@ until it is released. Timed in a training step here, the helper starts 40-75 us 
 (median). So only work of a few hundred microseconds or more is worth a hand-off, and an op of
 many short passes (LayerNorm) stays on one thread.
 
+A task can also be *posted*: queued on the helper without waiting for it (``post``), where
+the caller has no use for the result until later. The backward pass posts each Linear's
+dL/dW and dL/db, which only the leaves will read at the end of the walk, and goes on with
+dL/dx meanwhile; it calls ``finish_posted`` before it hands the leaves their gradients.
+The helper runs its queue in order, so a ``run`` after posts also waits for them.
+
 Where the C library has no spin locks (macOS, Windows, musl) the helper is a plain thread
 that sleeps between tasks, and products stay with BLAS. ``set_num_threads(1)``, or
 ``MINIGRAD_NUM_THREADS=1`` in the environment, turns the helper off.
@@ -42,6 +48,7 @@ import ctypes
 import os
 import threading
 import time
+from collections import deque
 from contextlib import contextmanager
 
 IDLE_SECONDS = 0.1  # the helper spins this long (to twice this long) after its last task
@@ -89,56 +96,96 @@ class _SpinSemaphore:
 
 class SpinningHelper:
     """The helper thread of the module docstring: ``run(second, first)`` calls ``second()`` on
-    the helper and ``first()`` on the calling thread, at the same time."""
+    the helper and ``first()`` on the calling thread, at the same time; ``post(task)`` queues
+    a task on the helper without waiting for it, and ``finish_posted()`` waits for them all.
+
+    The helper works through a queue, in order. ``run`` queues its half and a signal behind
+    it, so it waits for whatever was posted before as well."""
 
     spins = True
 
     def __init__(self):
         self._post, self._done = _SpinSemaphore(), _SpinSemaphore()
-        self._task = None  # what the helper runs next; None parks it
-        self._error = None  # an exception raised by the helper's half
-        self._busy = threading.Lock()  # held by the thread that runs a task with the helper
+        self._queue = deque()  # the helper's tasks, in order; None parks it
+        self._error = None  # the first exception raised by a task since the last wait
+        self._busy = threading.Lock()  # held by the thread that has tasks on the helper
+        self._poster = None  # the thread with posted tasks (it holds _busy until it waits)
         self._awake = threading.Event()
-        self._tasks = 0  # posted so far: the watchdog parks the helper when this stops moving
+        self._tasks = 0  # queued so far: the watchdog parks the helper when this stops moving
         self._blas = None  # threadpoolctl's BLAS controllers, once the helper first wakes
         self._blas_threads = []  # their thread counts before that
         threading.Thread(target=self._serve, name="minigrad-helper", daemon=True).start()
         threading.Thread(target=self._watch, name="minigrad-watchdog", daemon=True).start()
 
     def run(self, second, first) -> None:
-        if not self._busy.acquire(blocking=False):  # another thread (or this one, nested) has
-            second()  # the helper: compute both halves here, one after the other
+        posting = self._poster == threading.get_ident()
+        if not posting and not self._busy.acquire(blocking=False):  # another thread (or this
+            second()  # one, nested) has the helper: both halves here, one after the other
             first()
             return
         try:
             if not self._awake.is_set():
                 self._wake()
-            self._tasks += 1
-            self._task = second
-            self._post.release()
+            self._queue_task(second)
+            self._queue_task(self._done.release)
             try:
                 first()
             finally:
                 self._done.acquire()  # never leave the helper working on our arrays
             error, self._error = self._error, None
         finally:
+            if not posting:
+                self._busy.release()
+        if error is not None:
+            raise error
+
+    def post(self, task) -> bool:
+        """Queue ``task`` on the helper and return at once; False (nothing queued) where
+        another thread has the helper. The thread that posted must call ``finish_posted``
+        before it reads or writes what the task writes, or writes what it reads."""
+        if self._poster != threading.get_ident():
+            if not self._busy.acquire(blocking=False):
+                return False
+            self._poster = threading.get_ident()
+            if not self._awake.is_set():
+                self._wake()
+        self._queue_task(task)
+        return True
+
+    def finish_posted(self) -> None:
+        """Wait until the tasks this thread posted are done; raise the first error of one."""
+        if self._poster != threading.get_ident():
+            return
+        try:
+            self._queue_task(self._done.release)
+            self._done.acquire()
+            error, self._error = self._error, None
+        finally:
+            self._poster = None
             self._busy.release()
         if error is not None:
             raise error
 
+    def _queue_task(self, task) -> None:
+        self._tasks += 1
+        self._queue.append(task)
+        self._post.release()  # a wake-up the helper may find nothing behind: harmless
+
     def _serve(self) -> None:  # the helper thread
+        queue = self._queue
         while True:
             self._post.acquire()
-            task = self._task
-            if task is None:  # parked: sleep until the next task wakes us
-                self._done.release()
-                self._awake.wait()
-                continue
-            try:
-                task()
-            except BaseException as error:  # handed to the thread that posted the task
-                self._error = error
-            self._done.release()
+            while queue:
+                task = queue.popleft()
+                if task is None:  # parked: sleep until the next task wakes us
+                    self._done.release()
+                    self._awake.wait()
+                    continue
+                try:
+                    task()
+                except BaseException as error:  # handed to the thread that waits next
+                    if self._error is None:
+                        self._error = error
 
     def _watch(self) -> None:  # the watchdog thread
         seen = -1
@@ -170,7 +217,7 @@ class SpinningHelper:
 
     def _park(self) -> None:  # called with self._busy held
         self._awake.clear()
-        self._task = None
+        self._queue.append(None)
         self._post.release()
         self._done.acquire()
 
@@ -200,6 +247,12 @@ class SleepingHelper:
             first()
         finally:
             future.result()
+
+    def post(self, task) -> bool:  # a thread that sleeps between tasks is not worth a queue
+        return False
+
+    def finish_posted(self) -> None:
+        pass
 
 
 def _default_threads() -> int:
@@ -242,6 +295,20 @@ def helper():
     if _helper is None:
         _helper = SpinningHelper() if _SPIN_LOCK is not None else SleepingHelper()
     return _helper
+
+
+def post(task) -> bool:
+    """Queue ``task`` on the helper thread without waiting for it (see SpinningHelper.post):
+    True if queued, False where the caller must run it itself (one thread, ``alone()``, a
+    helper that sleeps, or another thread using it)."""
+    helper_thread = helper()
+    return helper_thread is not None and helper_thread.post(task)
+
+
+def finish_posted() -> None:
+    """Wait for the tasks this thread posted (nothing to do when it posted none)."""
+    if _helper is not None:
+        _helper.finish_posted()
 
 
 @contextmanager

@@ -245,3 +245,130 @@ def test_the_helper_survives_fork(two_threads):
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def _spinning(helper):
+    if not helper.spins:
+        pytest.skip("no pthread spin locks in this C library")
+    return helper
+
+
+def _post(helper, task) -> bool:
+    """helper.post(task), tried again while the watchdog holds the helper (parking it)."""
+    deadline = time.monotonic() + 10
+    while not helper.post(task):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+def test_posted_tasks_run_in_order_and_finish_posted_waits_for_them(two_threads):
+    helper = _spinning(two_threads)
+    done = []
+    for i in range(5):
+        assert _post(helper, lambda i=i: (time.sleep(0.002), done.append(i)))
+    helper.finish_posted()
+    assert done == [0, 1, 2, 3, 4]
+    # a run() by the thread that posted waits for its posts as well: they come first
+    assert _post(helper, lambda: (time.sleep(0.01), done.append("posted")))
+    helper.run(lambda: done.append("second"), lambda: None)
+    assert done[-2:] == ["posted", "second"]
+    helper.finish_posted()
+    helper.finish_posted()  # nothing posted: nothing to wait for
+
+
+def test_an_error_in_a_posted_task_reaches_finish_posted(two_threads):
+    helper = _spinning(two_threads)
+
+    def fail():
+        raise ValueError("posted task failed")
+
+    done = []
+    assert _post(helper, fail)
+    assert helper.post(lambda: done.append("after"))  # the queue goes on
+    with pytest.raises(ValueError, match="posted task failed"):
+        helper.finish_posted()
+    assert done == ["after"]
+    assert _post(helper, lambda: done.append("again"))  # and the helper is free again
+    helper.finish_posted()
+    assert done == ["after", "again"]
+
+
+def test_a_second_thread_cannot_post_while_the_first_has_posts(two_threads):
+    helper = _spinning(two_threads)
+    release = threading.Event()
+    assert _post(helper, lambda: release.wait(10))
+    answers, out = [], []
+
+    def other():
+        answers.append(helper.post(lambda: None))  # refused: the caller computes it itself
+        helper.run(lambda: out.append(2), lambda: out.append(1))  # both halves in place
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join(10)
+    release.set()
+    helper.finish_posted()
+    assert answers == [False] and sorted(out) == [1, 2]
+    assert _post(helper, lambda: None)
+    threads.finish_posted()
+
+
+def test_backward_posts_the_weight_gradients_and_hands_them_on_complete(two_threads, monkeypatch):
+    helper = _spinning(two_threads)
+    monkeypatch.setattr(backend, "PRODUCT_MIN_SIZE", 1)
+    posted = []
+    post = helper.post
+
+    def slow_post(task):  # slow tasks: a gradient read before the wait would be garbage
+        posted.append(task)
+        return post(lambda: (time.sleep(0.005), task()))
+
+    monkeypatch.setattr(helper, "post", slow_post)
+    layer = mg.nn.Linear(64, 48)
+    x = mg.randn(4, 128, 64, requires_grad=True)
+    grad = mg.randn(4, 128, 48)
+    seen_by_hook = []
+    layer.weight.register_hook(lambda g: seen_by_hook.append(g.numpy().copy()))
+
+    def grads_of(y):
+        y.backward(grad)
+        result = [g.numpy().copy() for g in (x.grad, layer.weight.grad, layer.bias.grad)]
+        x.grad = layer.weight.grad = layer.bias.grad = None
+        return result
+
+    twice = grads_of(layer(x) + layer(x))
+    assert posted, "the weight gradients were not posted"
+    once = grads_of(layer(x))
+    assert len(posted) == 3
+    np.testing.assert_allclose(twice[1], 2 * once[1], rtol=1e-5, atol=1e-5)  # a leaf used twice
+    np.testing.assert_allclose(seen_by_hook[-1], once[1])  # hooks see the finished gradient
+    g, xv = grad.numpy().reshape(-1, 48), x.numpy().reshape(-1, 64)
+    np.testing.assert_allclose(once[1], g.T @ xv, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(once[2], g.sum(axis=0), rtol=1e-4, atol=1e-4)
+    with mg.autograd.detect_anomaly():  # checks each gradient as it comes: after the wait
+        np.testing.assert_allclose(grads_of(layer(x))[1], once[1])
+
+
+def test_an_error_in_backward_leaves_the_helper_free(two_threads, monkeypatch):
+    helper = _spinning(two_threads)
+    monkeypatch.setattr(backend, "PRODUCT_MIN_SIZE", 1)
+
+    class Fails(mg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.copy()
+
+        @staticmethod
+        def backward(ctx, grad):
+            raise ArithmeticError("backward failed")
+
+    layer = mg.nn.Linear(64, 48)
+    x = mg.randn(256, 64, requires_grad=True)
+    y = layer(x) + Fails.apply(layer(x))  # the Linear posts before Fails' backward runs
+    with pytest.raises(ArithmeticError, match="backward failed"):
+        y.sum().backward()
+    assert helper._poster is None
+    assert _post(helper, lambda: None)
+    helper.finish_posted()

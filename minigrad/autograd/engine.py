@@ -14,6 +14,7 @@ contributions (the multivariate chain rule).
 
 from __future__ import annotations
 
+from minigrad import threads
 from minigrad.autograd.function import _check_finite
 from minigrad.autograd.grad_mode import modes
 
@@ -116,9 +117,11 @@ def run_backward(outputs, seeds, retain_graph: bool, create_graph: bool, leaf_lo
             _backward_node(node, output_grads, pending, leaf_grads)
             if not retain_graph:
                 node.free_saved()
+        threads.finish_posted()  # the helper's last weight gradients (ops.linalg)
         for leaf, grad in leaf_grads.values():
             _finish_leaf(leaf, grad, leaf_lock)
     finally:
+        threads.finish_posted()  # (after an error: leave the helper nothing of ours to do)
         modes.grad_enabled, modes.retain_graph = grad_was_enabled, retained_before
 
 
@@ -181,10 +184,12 @@ def _backward_node(node, output_grads, pending, leaf_grads) -> None:
             f"{len(node.inputs)} inputs"
         )
     if modes.anomaly:
+        threads.finish_posted()  # gradients the helper is still computing: read them finished
         arrays = [getattr(g, "data", None) for g in input_grads]
         _check_finite(node.name, "backward", arrays, node.inputs)
     record_norms = modes.record_edge_grads
     if record_norms:
+        threads.finish_posted()
         node.edge_grad_norms = [None] * len(node.inputs)
 
     for position, needed in enumerate(node.needs_input_grad):
@@ -206,6 +211,8 @@ def _backward_node(node, output_grads, pending, leaf_grads) -> None:
         if parent is None:
             key = id(arg)
             previous = leaf_grads.get(key)
+            if previous is not None:  # a leaf used twice: both gradients must be complete
+                threads.finish_posted()
             leaf_grads[key] = (arg, grad if previous is None else _accumulate(previous[1], grad))
         else:
             slot = pending.setdefault(parent, {})

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
-from minigrad.backend import column_sums, empty_laid_out_like, matmul_pair
+from minigrad.backend import column_sums, empty_laid_out_like, matmul_pair, weight_grads_posted
 from minigrad.backend import matmul as matmul_arrays
 from minigrad.errors import ShapeError
 from minigrad.ops._helpers import sum_array_to
@@ -104,12 +104,31 @@ def _linear_grads_on_arrays(ctx, grad) -> tuple:
     out_features, in_features = weight.shape
     grad_rows, x_rows = grad.reshape(-1, out_features), x.reshape(-1, in_features)
     need_x, need_w, need_b = ctx.needs_input_grad
+    posted = _post_weight_grads(ctx, grad_rows, x_rows, weight) if need_w else None
+    if posted is not None:  # dL/dW and dL/db on the helper; dL/dx here, meanwhile
+        grad_w, grad_b = posted
+        grad_x = (grad_rows @ weight).reshape(x.shape) if need_x else None
+        return _wrap(grad_x), _wrap(grad_w), _wrap(grad_b)
     grad_x, grad_w = matmul_pair(
         (grad_rows, weight) if need_x else None,
         (grad_rows.T, x_rows) if need_w else None,
     )
     grad_b = column_sums(grad_rows) if need_b else None  # by BLAS (see backend.column_sums)
     return _wrap(None if grad_x is None else grad_x.reshape(x.shape)), _wrap(grad_w), _wrap(grad_b)
+
+
+def _post_weight_grads(ctx, grad_rows, x_rows, weight):
+    """dL/dW and dL/db queued on the helper thread (backend.weight_grads_posted), where only
+    the engine will read them: W and b are leaves, handed their gradients once the walk is
+    over (the engine waits for the helper first). None otherwise."""
+    _, weight_input, bias_input = ctx.inputs
+    if (
+        weight_input.grad_fn is not None
+        or (bias_input is not None and bias_input.grad_fn is not None)
+        or weight.dtype != grad_rows.dtype
+    ):
+        return None
+    return weight_grads_posted(grad_rows, x_rows, ctx.needs_input_grad[2])
 
 
 def _laid_out_like(x, product_shape):
