@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import os
 
 import numpy as np
 
@@ -376,25 +377,45 @@ PARALLEL_MIN_SIZE = 1 << 17  # below this many values a thread hand-off costs mo
 PRODUCT_MIN_SIZE = 1 << 21  # the same for matrix products, in multiply-adds
 
 
-def in_two_halves(fn, *arrays) -> None:
-    """Call ``fn(*arrays)``, which must write its results into some of ``arrays``, as two
-    calls on the first and the second half of the rows, at the same time: the second half on
-    minigrad's helper thread (see minigrad.threads).
+def in_two_halves(fn, *arrays, writes=(), stream_only=False) -> None:
+    """Call ``fn(*arrays)``, which must write its results into some of ``arrays`` (their
+    positions: ``writes``), as two calls on the first and the second half of the rows, at
+    the same time: the second half on minigrad's helper thread (see minigrad.threads); with
+    ``stream_only``, only in a stream (below).
 
     NumPy releases the GIL inside its loops, so the halves really run in parallel: ufunc
     passes over big arrays take about 0.6x the time. Small arrays, CuPy arrays and one-thread
     settings get the plain call ``fn(*arrays)``, which computes exactly the same values.
     """
     first = arrays[0]
-    if not is_numpy(first) or first.size < PARALLEL_MIN_SIZE or first.shape[0] < 2:
-        fn(*arrays)
+    if (
+        not is_numpy(first)
+        or first.size < PARALLEL_MIN_SIZE
+        or first.shape[0] < 2
+        or (stream_only and not streaming)
+    ):
+        _whole(fn, arrays)
         return
     helper = threads.helper()
     if helper is None:
-        fn(*arrays)
+        _whole(fn, arrays)
         return
     half = first.shape[0] // 2
-    helper.run(lambda: fn(*(a[half:] for a in arrays)), lambda: fn(*(a[:half] for a in arrays)))
+    firsts = [a[:half] for a in arrays]
+    seconds = [a[half:] for a in arrays]
+    _share(
+        helper,
+        lambda: fn(*seconds),
+        lambda: fn(*firsts),
+        firsts,
+        [seconds[i] for i in writes],
+    )
+
+
+def _whole(fn, arrays) -> None:
+    if streaming:
+        wait_for_writes_to(*arrays)
+    fn(*arrays)
 
 
 def matmul(a, b, add=None, out=None):
@@ -405,14 +426,20 @@ def matmul(a, b, add=None, out=None):
     ``add`` to its half while it is still in cache. Anything else is ``a @ b`` (then
     ``+= add``)."""
     if not _splits(a, b):
+        if streaming:
+            wait_for_writes_to(a, b, add)
         return _product(a, b, add, out)
     if out is None:
         out = np.empty(a.shape[:-1] + b.shape[-1:], a.dtype)
     half = a.shape[0] // 2
+    a_first, a_second, out_first, out_second = a[:half], a[half:], out[:half], out[half:]
     b_first, b_second = (b[:half], b[half:]) if a.ndim > 2 else (b, b)
-    threads.helper().run(
-        lambda: _product(a[half:], b_second, add, out[half:]),
-        lambda: _product(a[:half], b_first, add, out[:half]),
+    _share(
+        threads.helper(),
+        lambda: _product(a_second, b_second, add, out_second),
+        lambda: _product(a_first, b_first, add, out_first),
+        (a_first, b_first, add),
+        (out_second,),
     )
     return out
 
@@ -474,6 +501,134 @@ def matmul_pair(first, second, outs=(None, None)) -> tuple:
 
     threads.helper().run(second_product, first_product)
     return products[0], products[1]
+
+
+# -- streams: halves handed to the helper without waiting for them ------------------------
+#
+# Inside a transformer block every op is row-parallel: the first half of the batch's rows of
+# its output needs only the first half of its inputs' rows. So a chain of such ops (a
+# Linear, the attention's products, softmax, GELU, LayerNorm, the residual additions) can
+# run as two *streams*: the calling thread computes every op's first half, the helper every
+# op's second half, in order, and neither waits for the other after each op (a hand-off
+# with a wait costs 100-300 us here: the helper takes the GIL from a thread that holds it).
+# The ops that do so say ``streams = True`` (Function.apply sets ``streaming`` around their
+# forward). Their halves' outputs are noted in ``_posted_writes``; before the calling thread
+# reads an array whose memory overlaps one of them, it waits for the helper
+# (``finish_stream``): in a stream op, through ``wait_for_writes_to``; anywhere else, at
+# ``Tensor.data``, which waits whenever a stream is open. The loss, which reads every row,
+# closes the stream; so does backward (its first step) and anything that reads ``.data``.
+
+streaming = False  # True during the forward of an op that streams (Function.apply)
+_posted_writes = {}  # id(memory owner) -> [owner, (low, high) byte bounds of a posted write]
+
+
+def wait_for_writes_to(*arrays) -> None:
+    """Wait for the helper if any of ``arrays`` (None and non-arrays are skipped) overlaps
+    memory that a posted half still writes."""
+    if not _posted_writes:
+        return
+    for a in arrays:
+        if type(a) is np.ndarray:
+            owner = a if a.base is None else a.base
+            written = _posted_writes.get(id(owner))
+            if written is not None:
+                low, high = _byte_bounds(a)
+                if any(low < end and start < high for start, end in written[1:]):
+                    finish_stream()
+                    return
+
+
+def finish_stream() -> None:
+    """Wait for every half this thread handed to the helper (raising the first error of
+    one: the arrays it wrote are then garbage, but no longer being written)."""
+    try:
+        waited = threads.finish_posted()
+    except BaseException:
+        _posted_writes.clear()
+        raise
+    if waited:
+        _posted_writes.clear()
+
+
+if hasattr(os, "register_at_fork"):  # a child has no helper to finish a parent's halves
+    os.register_at_fork(before=finish_stream)
+
+
+def _share(helper, second, first, caller_reads, helper_writes) -> None:
+    """``second()`` on the helper and ``first()`` here: in a stream, without waiting (after
+    waiting for the helper's earlier halves if ``first`` reads what one of them writes)."""
+    if streaming:
+        wait_for_writes_to(*caller_reads)
+        if helper.post(second):
+            for part in helper_writes:
+                owner = part if part.base is None else part.base
+                _posted_writes.setdefault(id(owner), [owner]).append(_byte_bounds(part))
+            first()
+            return
+    helper.run(second, first)
+
+
+def _byte_bounds(a) -> tuple:
+    """The lowest and one past the highest byte address of ``a``'s values."""
+    low = high = a.__array_interface__["data"][0]
+    for size, stride in zip(a.shape, a.strides):
+        if stride < 0:
+            low += (size - 1) * stride
+        else:
+            high += (size - 1) * stride
+    return low, high + a.itemsize
+
+
+def ufunc_in_halves(ufunc, a, b):
+    """In a stream (see above), ufunc(a, b) of a big float NumPy result in two halves of its
+    rows, each operand split along with it where it has the result's first axis (one that
+    is broadcast along that axis is read whole by both halves). None where it does not
+    split: the caller computes a + b (or a * b) itself, which may then read a and b."""
+    if not streaming:
+        return None
+    arrays = [x for x in (a, b) if type(x) is np.ndarray]
+    helper = threads.helper()
+    if (
+        helper is None
+        or not arrays
+        or any(x.dtype.kind != "f" for x in arrays)
+        or any(type(x) not in (np.ndarray, float, int) for x in (a, b))
+    ):
+        wait_for_writes_to(a, b)
+        return None
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+    if len(shape) == 0 or shape[0] < 2 or math.prod(shape) < PARALLEL_MIN_SIZE:
+        wait_for_writes_to(a, b)
+        return None
+    out = np.empty(shape, np.result_type(a, b))
+    half = shape[0] // 2
+
+    def part(x, rows):
+        split = type(x) is np.ndarray and x.ndim == len(shape) and x.shape[0] == shape[0]
+        return x[rows] if split else x
+
+    firsts = [part(a, slice(None, half)), part(b, slice(None, half))]
+    seconds = [part(a, slice(half, None)), part(b, slice(half, None))]
+    out_first, out_second = out[:half], out[half:]
+    _share(
+        helper,
+        lambda: ufunc(*seconds, out=out_second),
+        lambda: ufunc(*firsts, out=out_first),
+        firsts,
+        (out_second,),
+    )
+    return out
+
+
+def reshaped(x, shape):
+    """x.reshape(shape); in a stream, after waiting for the helper if the reshape must copy
+    (a view reads nothing)."""
+    if _posted_writes and type(x) is np.ndarray:
+        try:
+            return np.reshape(x, shape, copy=False)
+        except (ValueError, TypeError):  # it must copy (or NumPy < 2.1 has no copy=False)
+            wait_for_writes_to(x)
+    return x.reshape(shape)
 
 
 def weight_grads_posted(grad_rows, x_rows, with_bias: bool):

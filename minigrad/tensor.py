@@ -16,7 +16,7 @@ from minigrad.hooks import RemovableHandle
 
 class Tensor:
     __slots__ = (
-        "data",
+        "_data",
         "grad",
         "grad_fn",
         "_requires_grad",
@@ -34,7 +34,7 @@ class Tensor:
             data = data.data
         if not hasattr(data, "shape") or isinstance(data, np.generic):
             data = np.asarray(data)
-        self.data = data
+        self._data = data
         self.grad = None
         self.grad_fn = None
         self._requires_grad = False
@@ -48,7 +48,7 @@ class Tensor:
     def _make(cls, data, requires_grad=False, grad_fn=None, output_index=0):
         """Fast constructor for op outputs: no checks, the array is trusted."""
         t = cls.__new__(cls)
-        t.data = data
+        t._data = data
         t.grad = None
         t.grad_fn = grad_fn
         t._requires_grad = requires_grad
@@ -61,15 +61,30 @@ class Tensor:
     # -- what a tensor is ------------------------------------------------------------------
 
     @property
+    def data(self):
+        """The array. Reading or replacing it first waits for any halves of ops that the
+        helper thread is still computing (backend's streams): code outside the ops that
+        stream only ever sees finished values."""
+        if backend._posted_writes:
+            backend.finish_stream()
+        return self._data
+
+    @data.setter
+    def data(self, array) -> None:
+        if backend._posted_writes:
+            backend.finish_stream()
+        self._data = array
+
+    @property
     def requires_grad(self) -> bool:
         return self._requires_grad
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        if value and self.data.dtype.kind not in "fc":
+        if value and self._data.dtype.kind not in "fc":
             raise RuntimeError(
                 f"only floating point tensors can require gradients, but this tensor has "
-                f"dtype {self.data.dtype} (shape {self.shape}); convert it with .float() first"
+                f"dtype {self._data.dtype} (shape {self.shape}); convert it with .float() first"
             )
         if not value and self.grad_fn is not None:
             raise RuntimeError(
@@ -79,19 +94,19 @@ class Tensor:
 
     @property
     def shape(self) -> tuple:
-        return tuple(self.data.shape)
+        return tuple(self._data.shape)
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self._data.dtype
 
     @property
     def device(self) -> str:
-        return backend.device_of(self.data)
+        return backend.device_of(self._data)
 
     @property
     def is_leaf(self) -> bool:
@@ -101,15 +116,15 @@ class Tensor:
         return self.shape if dim is None else self.shape[dim]
 
     def dim(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     def numel(self) -> int:
-        return int(self.data.size)
+        return int(self._data.size)
 
     @property
     def nbytes(self) -> int:
         """Bytes the values take: numel() times the size of one (as torch.Tensor.nbytes)."""
-        return int(self.data.nbytes)
+        return int(self._data.nbytes)
 
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -163,7 +178,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """The same values (shared, not copied), cut off from the graph."""
-        return Tensor._make(self.data)
+        return Tensor._make(self._data)  # (reads nothing: no need to wait for a stream)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         self.requires_grad = requires_grad
@@ -245,7 +260,7 @@ class Tensor:
 
     def _promoted(self, other):
         """An integer tensor meeting a float number turns float32 first, as in PyTorch."""
-        if isinstance(other, float) and self.data.dtype.kind in "biu":
+        if isinstance(other, float) and self._data.dtype.kind in "biu":
             return self.float()
         if isinstance(other, Tensor) and other.dtype.kind == "f" and self.dtype.kind in "biu":
             return self.to(other.dtype)

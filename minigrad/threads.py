@@ -52,6 +52,7 @@ from collections import deque
 from contextlib import contextmanager
 
 IDLE_SECONDS = 0.1  # the helper spins this long (to twice this long) after its last task
+_NAP = object()  # the watchdog's task for an idle helper: sleep until woken
 
 
 def _spin_lock_calls():
@@ -124,8 +125,6 @@ class SpinningHelper:
             first()
             return
         try:
-            if not self._awake.is_set():
-                self._wake()
             self._queue_task(second)
             self._queue_task(self._done.release)
             try:
@@ -147,15 +146,14 @@ class SpinningHelper:
             if not self._busy.acquire(blocking=False):
                 return False
             self._poster = threading.get_ident()
-            if not self._awake.is_set():
-                self._wake()
         self._queue_task(task)
         return True
 
-    def finish_posted(self) -> None:
-        """Wait until the tasks this thread posted are done; raise the first error of one."""
+    def finish_posted(self) -> bool:
+        """Wait until the tasks this thread posted are done; raise the first error of one.
+        True if there were any."""
         if self._poster != threading.get_ident():
-            return
+            return False
         try:
             self._queue_task(self._done.release)
             self._done.acquire()
@@ -165,11 +163,16 @@ class SpinningHelper:
             self._busy.release()
         if error is not None:
             raise error
+        return True
 
     def _queue_task(self, task) -> None:
+        if not self._awake.is_set():  # before queuing: BLAS on one thread before it starts
+            self._wake()
         self._tasks += 1
         self._queue.append(task)
         self._post.release()  # a wake-up the helper may find nothing behind: harmless
+        if not self._awake.is_set():  # after queuing: a nap the watchdog queued just before
+            self._wake()  # ends here (see _watch)
 
     def _serve(self) -> None:  # the helper thread
         queue = self._queue
@@ -177,8 +180,9 @@ class SpinningHelper:
             self._post.acquire()
             while queue:
                 task = queue.popleft()
-                if task is None:  # parked: sleep until the next task wakes us
-                    self._done.release()
+                if task is None or task is _NAP:  # parked: sleep until the next task wakes us
+                    if task is None:  # (park() waits for this)
+                        self._done.release()
                     self._awake.wait()
                     continue
                 try:
@@ -188,14 +192,19 @@ class SpinningHelper:
                         self._error = error
 
     def _watch(self) -> None:  # the watchdog thread
+        # It parks the helper even while a thread has tasks posted (and holds _busy, maybe
+        # for long: a stream that nothing has read yet): it queues a nap, after clearing
+        # _awake, and every thread that queues a task checks _awake after queuing it. So a
+        # task queued before the nap runs first; one queued after it wakes the helper again.
         seen = -1
         while True:
             self._awake.wait()
             time.sleep(IDLE_SECONDS)
-            with self._busy:
-                if self._tasks == seen and self._awake.is_set():
-                    self._park()
-                seen = self._tasks
+            if self._tasks == seen and self._awake.is_set() and not self._queue:
+                self._awake.clear()
+                self._queue.append(_NAP)
+                self._post.release()
+            seen = self._tasks
 
     def park(self) -> None:
         """Stop spinning until the next task."""
@@ -251,8 +260,8 @@ class SleepingHelper:
     def post(self, task) -> bool:  # a thread that sleeps between tasks is not worth a queue
         return False
 
-    def finish_posted(self) -> None:
-        pass
+    def finish_posted(self) -> bool:
+        return False
 
 
 def _default_threads() -> int:
@@ -279,6 +288,9 @@ def set_num_threads(count: int) -> None:
         raise ValueError(f"set_num_threads: expected an int of at least 1, got {count!r}")
     _threads = min(count, 2)
     if _threads == 1 and isinstance(_helper, SpinningHelper):
+        from minigrad import backend  # (it imports this module)
+
+        backend.finish_stream()  # this thread's open stream, if any: parking waits for it
         _helper.give_blas_its_threads_back()
 
 
@@ -305,10 +317,10 @@ def post(task) -> bool:
     return helper_thread is not None and helper_thread.post(task)
 
 
-def finish_posted() -> None:
-    """Wait for the tasks this thread posted (nothing to do when it posted none)."""
-    if _helper is not None:
-        _helper.finish_posted()
+def finish_posted() -> bool:
+    """Wait for the tasks this thread posted (nothing to do when it posted none); True if
+    there were any."""
+    return _helper is not None and _helper.finish_posted()
 
 
 @contextmanager

@@ -14,7 +14,7 @@ contributions (the multivariate chain rule).
 
 from __future__ import annotations
 
-from minigrad import threads
+from minigrad import backend, threads
 from minigrad.autograd.function import _check_finite
 from minigrad.autograd.grad_mode import modes
 
@@ -95,6 +95,7 @@ def run_backward(outputs, seeds, retain_graph: bool, create_graph: bool, leaf_lo
     ``nn.DataParallel`` walks its two halves' graphs this way, from every output of each,
     on two threads at once; a leaf both graphs reach (a parameter) then gets each walk's
     gradient added to its ``.grad`` under ``leaf_lock``, so that neither is lost."""
+    backend.finish_stream()  # the forward's last halves: backward reads what they wrote
     grad_was_enabled, retained_before = modes.grad_enabled, modes.retain_graph
     modes.grad_enabled = create_graph  # as ``with set_grad_enabled(create_graph)``
     modes.retain_graph = retain_graph

@@ -31,6 +31,7 @@ import weakref
 
 import numpy as np
 
+from minigrad import backend
 from minigrad.autograd.grad_mode import modes
 from minigrad.backend import array_module, device_of
 from minigrad.errors import DeviceError, MinigradError, OutOfRangeError, ShapeError
@@ -131,6 +132,12 @@ def _shapes(args) -> str:
 class Function:
     """Base class of every differentiable op (see the module docstring)."""
 
+    # An op whose forward hands its halves to the helper thread without waiting, and reads
+    # its inputs only through backend.in_two_halves, matmul, ufunc_in_halves and reshaped
+    # (or after backend.wait_for_writes_to): see backend, "streams". Every other op's
+    # inputs are read through Tensor.data, which waits for the helper first.
+    streams = False
+
     @staticmethod
     def forward(ctx, *args, **options):
         raise NotImplementedError
@@ -149,9 +156,12 @@ class Function:
         raw = []
         needs_grad = []  # per argument: a Tensor that requires grad
         array_type = None
+        # (not in backward, where grad mode is off: each op's result is read at once there,
+        # and waiting for it would wait for the weight gradients queued before it too)
+        streams = cls.streams and modes.grad_enabled
         for arg in args:
             if isinstance(arg, Tensor):
-                data = arg.data
+                data = arg._data if streams else arg.data  # .data waits for an open stream
                 if array_type is None:
                     array_type, first_array = type(data), data
                 elif type(data) is not array_type:
@@ -164,12 +174,15 @@ class Function:
         requires_grad = True in needs_grad
 
         ctx = Context()
+        backend.streaming = streams
         try:
             output = cls.forward(ctx, *raw, **options)
         except MinigradError:
             raise
         except (ValueError, IndexError, TypeError) as error:
             raise _op_error(cls, args, error) from None
+        finally:
+            backend.streaming = False
 
         if type(output) is tuple:
             return _wrap_outputs(cls, ctx, args, raw, output, needs_grad)
@@ -185,6 +198,7 @@ class Function:
                 # the output Tensor
                 ctx._saved = tuple([output if v is scalar else v for v in ctx._saved])
         if modes.anomaly:
+            backend.finish_stream()
             _check_finite(cls.__name__, "forward", (output,), args)
         if not (requires_grad and modes.grad_enabled):
             return Tensor._make(output)

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from minigrad import ops
-from minigrad.backend import array_module
+from minigrad.backend import array_module, xp_for
 from minigrad.errors import ShapeError
 from minigrad.nn.linear import Linear
 from minigrad.nn.module import Module
@@ -92,7 +92,7 @@ class MultiHeadAttention(Module):
     def allowed_positions(self, x: Tensor, length: int, mask):
         """The boolean array (broadcastable to (B, H, T, T)) of allowed (i, j) pairs, or None
         when every position may attend everywhere."""
-        xp = array_module(x.data)
+        xp = xp_for(x.device)  # (not x.data: that would wait for the projections' halves)
         allowed = None
         if mask is not None:
             allowed = mask.data if isinstance(mask, Tensor) else xp.asarray(mask)

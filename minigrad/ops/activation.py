@@ -26,6 +26,7 @@ from minigrad.backend import (
     reduce_max,
     row_sums,
     sum_of_products,
+    wait_for_writes_to,
 )
 from minigrad.ops._helpers import normalize_dim, xp_of
 from minigrad.tensor import Tensor
@@ -36,6 +37,8 @@ class Softmax(Function):
     # the same as e^x_i / sum_j e^x_j, which big arrays use where no e^x overflows
     # (_softmax_into)
     # dL/dx = y * (g - sum_j g_j y_j)
+    streams = True  # (backend, "streams"): whole rows in each half
+
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
@@ -107,9 +110,10 @@ def _by_rows(dim, compute, *arrays):
     be split (small ones skip the hand-off's checks: 43 -> 40 us for an 8x8 softmax forward
     and backward)."""
     if dim == 0 or arrays[0].size < PARALLEL_MIN_SIZE:
+        wait_for_writes_to(*arrays)  # (in a stream: whole arrays read here)
         compute(*arrays, dim)
-    else:
-        in_two_halves(lambda *halves: compute(*halves, dim), *arrays)
+    else:  # the last array is the one written
+        in_two_halves(lambda *halves: compute(*halves, dim), *arrays, writes=(len(arrays) - 1,))
 
 
 class LogSoftmax(Function):
@@ -199,6 +203,8 @@ class Gelu(Function):
     # dL/dx = g * dy/dx, with dy/dx its own op (GeluDerivative) so that it too can be
     # differentiated (second derivatives through create_graph=True). Forward keeps Phi(x)
     # (or s) for it: erf and exp are the costly parts.
+    streams = True  # (backend, "streams"): elementwise
+
     @staticmethod
     def forward(ctx, x, approximate):
         ctx.approximate = approximate
@@ -207,10 +213,12 @@ class Gelu(Function):
             ctx.save_for_backward(x, kept)
             return y
         xp = xp_of(x)
+        if not x.flags.c_contiguous:  # (in a stream: a copy reads the whole of x)
+            wait_for_writes_to(x)
         rows = xp.ascontiguousarray(x).reshape(-1)
         y, kept = xp.empty_like(rows), xp.empty_like(rows)
         compute = _gelu_tanh if approximate == "tanh" else _gelu_exact
-        in_two_halves(compute, rows, kept, y)
+        in_two_halves(compute, rows, kept, y, writes=(1, 2))
         ctx.save_for_backward(x, kept.reshape(x.shape))
         return y.reshape(x.shape)
 

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
-from minigrad.backend import column_sums, empty_laid_out_like, matmul_pair, weight_grads_posted
+from minigrad.backend import (
+    column_sums,
+    empty_laid_out_like,
+    matmul_pair,
+    reshaped,
+    weight_grads_posted,
+)
 from minigrad.backend import matmul as matmul_arrays
 from minigrad.errors import ShapeError
 from minigrad.ops._helpers import sum_array_to
@@ -17,6 +23,8 @@ from minigrad.tensor import Tensor
 class Matmul(Function):
     # Y = A B (batched over leading dims);  dL/dA = G B^T,  dL/dB = A^T G
     # (summed back over batch dims that were broadcast)
+    streams = True  # (backend, "streams"): attention's products, batch halves on each thread
+
     @staticmethod
     def forward(ctx, a, b):
         if a.shape[-1] != b.shape[-2]:
@@ -49,6 +57,8 @@ class Linear(Function):
     # dL/dx = g W,  dL/dW = g^T x (summed over all leading dims),  dL/db = sum of g
     # The leading dims are flattened into rows first: one (rows, in) @ (in, out) product
     # runs faster than a batch of small ones (BLAS shares a big one between threads).
+    streams = True  # (backend, "streams"): halves of the rows on each thread
+
     @staticmethod
     def forward(ctx, x, weight, bias):
         if x.shape[-1] != weight.shape[-1]:
@@ -57,7 +67,7 @@ class Linear(Function):
                 f"of shape {weight.shape} expects {weight.shape[-1]}"
             )
         ctx.save_for_backward(x, weight)
-        y = matmul_arrays(x.reshape(-1, x.shape[-1]), weight.T, add=bias)
+        y = matmul_arrays(reshaped(x, (-1, x.shape[-1])), weight.T, add=bias)
         return y.reshape(x.shape[:-1] + (weight.shape[0],))
 
     @staticmethod

@@ -14,7 +14,9 @@ from minigrad.backend import (
     fused_centered_sum_of_squares,
     fused_layer_norm_input_grad,
     fused_layer_norm_output,
+    in_two_halves,
     is_numpy,
+    reshaped,
     row_means,
     sum_of_products,
 )
@@ -28,6 +30,8 @@ class LayerNorm(Function):
     # dL/dxhat = g * gamma
     # dL/dx = rstd * (dL/dxhat - mean(dL/dxhat) - xhat * mean(dL/dxhat * xhat))
     # dL/dgamma = sum over rows of g * xhat;  dL/dbeta = sum over rows of g
+    streams = True  # (backend, "streams"): each row on its own
+
     @staticmethod
     def forward(ctx, x, weight, bias, axes, eps):
         ctx.axes, ctx.eps = axes, eps
@@ -81,19 +85,30 @@ def _forward_on_gpu(ctx, x, weight, bias, axes, eps):
 
 def _normalize(x, weight, bias, eps):
     """LayerNorm.forward's arithmetic on the rows of a matrix x (weight and bias: one value
-    per column, or None): returns (xhat, rstd, y). It runs on one thread: in two halves of
-    the rows on both cores (backend.in_two_halves) the toy GPT's step was 2-3% slower, as
-    its passes are short and each hand-over of the GIL between the threads costs a wake-up."""
+    per column, or None): returns (xhat, rstd, y). Outside a stream it runs on one thread:
+    in two halves of the rows on both cores, waiting for both (backend.in_two_halves), the
+    toy GPT's step was 2-3% slower, as its passes are short and each hand-over of the GIL
+    between the threads costs a wake-up. In a stream nothing waits (backend, "streams")."""
     xp = xp_of(x)
-    xhat = x - row_means(x)  # x - mu
-    rstd = sum_of_products(xhat, xhat, (1,))
-    rstd *= 1.0 / x.shape[1]  # sigma^2
-    rstd += eps
-    xp.power(rstd, -0.5, out=rstd)  # 1 / sqrt(sigma^2 + eps)
-    xhat *= rstd
-    y = xhat * weight if weight is not None else xhat.copy()
-    if bias is not None:
-        y += bias
+    xhat = xp.empty_like(x)
+    y = xp.empty(x.shape, x.dtype if weight is None else xp.result_type(x, weight))
+    rstd = xp.empty((x.shape[0], 1), x.dtype)
+
+    def normalize(x, xhat, rstd, y):
+        xp.subtract(x, row_means(x), out=xhat)  # x - mu
+        sum_of_products(xhat, xhat, (1,), out=rstd)
+        rstd *= 1.0 / x.shape[1]  # sigma^2
+        rstd += eps
+        xp.power(rstd, -0.5, out=rstd)  # 1 / sqrt(sigma^2 + eps)
+        xhat *= rstd
+        if weight is not None:
+            xp.multiply(xhat, weight, out=y)
+        else:
+            y[...] = xhat
+        if bias is not None:
+            y += bias
+
+    in_two_halves(normalize, x, xhat, rstd, y, writes=(1, 2, 3), stream_only=True)
     return xhat, rstd, y
 
 
@@ -128,7 +143,7 @@ def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
 
 def _matrix(a, n: int):
     """``a`` as a matrix of rows of n values (a view where the layout allows)."""
-    return a if a.ndim == 2 and a.shape[1] == n else a.reshape(-1, n)
+    return a if a.ndim == 2 and a.shape[1] == n else reshaped(a, (-1, n))
 
 
 def _row(param):
