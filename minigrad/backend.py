@@ -377,23 +377,17 @@ PARALLEL_MIN_SIZE = 1 << 17  # below this many values a thread hand-off costs mo
 PRODUCT_MIN_SIZE = 1 << 21  # the same for matrix products, in multiply-adds
 
 
-def in_two_halves(fn, *arrays, writes=(), stream_only=False) -> None:
+def in_two_halves(fn, *arrays, writes=()) -> None:
     """Call ``fn(*arrays)``, which must write its results into some of ``arrays`` (their
     positions: ``writes``), as two calls on the first and the second half of the rows, at
-    the same time: the second half on minigrad's helper thread (see minigrad.threads); with
-    ``stream_only``, only in a stream (below).
+    the same time: the second half on minigrad's helper thread (see minigrad.threads).
 
     NumPy releases the GIL inside its loops, so the halves really run in parallel: ufunc
     passes over big arrays take about 0.6x the time. Small arrays, CuPy arrays and one-thread
     settings get the plain call ``fn(*arrays)``, which computes exactly the same values.
     """
     first = arrays[0]
-    if (
-        not is_numpy(first)
-        or first.size < PARALLEL_MIN_SIZE
-        or first.shape[0] < 2
-        or (stream_only and not streaming)
-    ):
+    if not is_numpy(first) or first.size < PARALLEL_MIN_SIZE or first.shape[0] < 2:
         _whole(fn, arrays)
         return
     helper = threads.helper()
@@ -520,6 +514,11 @@ def matmul_pair(first, second, outs=(None, None)) -> tuple:
 
 streaming = False  # True during the forward of an op that streams (Function.apply)
 _posted_writes = {}  # id(memory owner) -> [owner, (low, high) byte bounds of a posted write]
+
+
+def in_a_stream() -> bool:
+    """Whether the op running now streams (its halves need not be waited for)."""
+    return streaming
 
 
 def wait_for_writes_to(*arrays) -> None:
