@@ -585,18 +585,22 @@ def ufunc_in_halves(ufunc, a, b):
     split: the caller computes a + b (or a * b) itself, which may then read a and b."""
     if not streaming:
         return None
+    size_a = a.size if type(a) is np.ndarray else 0
+    size_b = b.size if type(b) is np.ndarray else 0
+    if max(size_a, size_b) < PARALLEL_MIN_SIZE:  # (first: the cheap test that small ops fail)
+        wait_for_writes_to(a, b)
+        return None
     arrays = [x for x in (a, b) if type(x) is np.ndarray]
     helper = threads.helper()
     if (
         helper is None
-        or not arrays
         or any(x.dtype.kind != "f" for x in arrays)
         or any(type(x) not in (np.ndarray, float, int) for x in (a, b))
     ):
         wait_for_writes_to(a, b)
         return None
     shape = np.broadcast_shapes(np.shape(a), np.shape(b))
-    if len(shape) == 0 or shape[0] < 2 or math.prod(shape) < PARALLEL_MIN_SIZE:
+    if shape[0] < 2:
         wait_for_writes_to(a, b)
         return None
     out = np.empty(shape, np.result_type(a, b))

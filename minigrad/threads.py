@@ -28,14 +28,19 @@ OpenBLAS ignores a raise of its thread count from any other thread, so parking c
 Even spinning, the hand-off is not free: the helper's task is Python, so the helper must take
 the GIL from the thread that posted it, and a thread that finds the GIL held sleeps on a futex
 until it is released. Timed in a training step here, the helper starts 40-75 us after the post
-(median). So only work of a few hundred microseconds or more is worth a hand-off, and an op of
-many short passes (LayerNorm) stays on one thread.
+(median). So only work of a few hundred microseconds or more is worth a hand-off that waits,
+and an op of many short passes (LayerNorm) stays on one thread unless it streams (below).
 
 A task can also be *posted*: queued on the helper without waiting for it (``post``), where
-the caller has no use for the result until later. The backward pass posts each Linear's
-dL/dW and dL/db, which only the leaves will read at the end of the walk, and goes on with
-dL/dx meanwhile; it calls ``finish_posted`` before it hands the leaves their gradients.
-The helper runs its queue in order, so a ``run`` after posts also waits for them.
+the caller has no use for the result until later; ``finish_posted`` waits for all of them.
+The helper runs its queue in order, so a ``run`` after posts also waits for them. Two users:
+
+- the forward's *streams* (backend, "streams"): each op of a transformer block posts its
+  second half and computes its first, and the caller waits only when it must read a half
+  the helper may not have written yet (the loss, ``Tensor.data``). Timed in a ``small``
+  step, the waits after each hand-off had cost 9-10 ms of a 55-60 ms forward;
+- the backward posts each Linear's dL/dW and dL/db, which only the leaves read, at the end
+  of the walk, and goes on with dL/dx meanwhile.
 
 Where the C library has no spin locks (macOS, Windows, musl) the helper is a plain thread
 that sleeps between tasks, and products stay with BLAS. ``set_num_threads(1)``, or
