@@ -116,6 +116,7 @@ class SpinningHelper:
         self._error = None  # the first exception raised by a task since the last wait
         self._busy = threading.Lock()  # held by the thread that has tasks on the helper
         self._poster = None  # the thread with posted tasks (it holds _busy until it waits)
+        self._running = False  # a run() is waiting for its signal
         self._awake = threading.Event()
         self._tasks = 0  # queued so far: the watchdog parks the helper when this stops moving
         self._blas = None  # threadpoolctl's BLAS controllers, once the helper first wakes
@@ -125,10 +126,13 @@ class SpinningHelper:
 
     def run(self, second, first) -> None:
         posting = self._poster == threading.get_ident()
-        if not posting and not self._busy.acquire(blocking=False):  # another thread (or this
-            second()  # one, nested) has the helper: both halves here, one after the other
+        if (posting and self._running) or (  # a run nested in this thread's run, or another
+            not posting and not self._busy.acquire(blocking=False)  # thread has the helper:
+        ):  # both halves here, one after the other (a nested run's signal would be taken for
+            second()  # the outer one's, and the other thread's would be mixed with ours)
             first()
             return
+        self._running = True
         try:
             self._queue_task(second)
             self._queue_task(self._done.release)
@@ -138,6 +142,7 @@ class SpinningHelper:
                 self._done.acquire()  # never leave the helper working on our arrays
             error, self._error = self._error, None
         finally:
+            self._running = False
             if not posting:
                 self._busy.release()
         if error is not None:

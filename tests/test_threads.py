@@ -373,3 +373,16 @@ def test_an_error_in_backward_leaves_the_helper_free(two_threads, monkeypatch):
     assert helper._poster is None
     assert _post(helper, lambda: None)
     helper.finish_posted()
+
+
+def test_a_run_nested_in_a_posting_threads_run_computes_in_place(two_threads):
+    # with posts queued, a run() inside a run() must not take the outer run's signal
+    helper = _spinning(two_threads)
+    out = []
+    assert _post(helper, lambda: time.sleep(0.005))
+    helper.run(
+        lambda: (time.sleep(0.01), out.append("outer second")),
+        lambda: helper.run(lambda: out.append("inner second"), lambda: out.append("inner")),
+    )
+    assert sorted(out) == ["inner", "inner second", "outer second"]
+    helper.finish_posted()
