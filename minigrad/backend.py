@@ -377,10 +377,12 @@ PARALLEL_MIN_SIZE = 1 << 17  # below this many values a thread hand-off costs mo
 PRODUCT_MIN_SIZE = 1 << 21  # the same for matrix products, in multiply-adds
 
 
-def in_two_halves(fn, *arrays, writes=()) -> None:
+def in_two_halves(fn, *arrays, writes: tuple) -> None:
     """Call ``fn(*arrays)``, which must write its results into some of ``arrays`` (their
-    positions: ``writes``), as two calls on the first and the second half of the rows, at
-    the same time: the second half on minigrad's helper thread (see minigrad.threads).
+    positions: ``writes``, every one of them: in a stream, below, the helper's halves of
+    those are what a reader waits for), as two calls on the first and the second half of
+    the rows, at the same time: the second half on minigrad's helper thread (see
+    minigrad.threads).
 
     NumPy releases the GIL inside its loops, so the halves really run in parallel: ufunc
     passes over big arrays take about 0.6x the time. Small arrays, CuPy arrays and one-thread

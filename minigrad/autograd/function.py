@@ -103,12 +103,12 @@ class Context:
         (so that create_graph can differentiate through it), else a constant."""
         if not hasattr(value, "shape") or isinstance(value, Tensor):
             return value
-        for arg in self.inputs:
-            if isinstance(arg, Tensor) and arg.data is value:
+        for arg in self.inputs:  # (_data: which array, not its values: nothing to wait for)
+            if isinstance(arg, Tensor) and arg._data is value:
                 return arg
         for ref in self.outputs:
             output = ref()  # held weakly: the output holds this node already
-            if output is not None and output.data is value:
+            if output is not None and output._data is value:
                 return output
         return Tensor._make(value)
 

@@ -245,7 +245,7 @@ def _gelu_grad(grad, x, kept, approximate: str):
 
     rows = x.reshape(-1) if x.flags.c_contiguous else x.ravel()
     out = np.empty_like(rows)
-    in_two_halves(compute, rows, kept.reshape(-1), grad.reshape(-1), out)
+    in_two_halves(compute, rows, kept.reshape(-1), grad.reshape(-1), out, writes=(3,))
     return out.reshape(x.shape)
 
 
@@ -264,7 +264,8 @@ class GeluDerivative(Function):
         rows = xp.ascontiguousarray(x).reshape(-1)
         slope = xp.empty_like(rows)
         compute = _gelu_tanh_slope if approximate == "tanh" else _gelu_exact_slope
-        in_two_halves(compute, rows, xp.ascontiguousarray(kept).reshape(-1), slope)
+        kept_rows = xp.ascontiguousarray(kept).reshape(-1)
+        in_two_halves(compute, rows, kept_rows, slope, writes=(2,))
         return slope.reshape(x.shape)
 
     @staticmethod

@@ -68,7 +68,14 @@ class Adam(Optimizer):
         if is_numpy(p) and p.flags.c_contiguous and m.flags.c_contiguous and v.flags.c_contiguous:
             # flat views of p, m and v: a big parameter is updated on both cores, half each
             update = functools.partial(adam_update, c=coefficients)
-            in_two_halves(update, p.reshape(-1), grad.reshape(-1), m.reshape(-1), v.reshape(-1))
+            in_two_halves(
+                update,
+                p.reshape(-1),
+                grad.reshape(-1),
+                m.reshape(-1),
+                v.reshape(-1),
+                writes=(0, 2, 3),
+            )
         elif is_numpy(p):
             adam_update(p, grad, m, v, coefficients)
         else:  # the same lines as one CUDA kernel: one launch per parameter instead of a dozen
@@ -111,6 +118,7 @@ class Adam(Optimizer):
             moments.exp_avg,
             moments.exp_avg_sq,
             moments.directions,
+            writes=(1, 2, 3),
         )
         for param, state, direction in zip(params, states, moments.direction_views):
             if c.weight_decay != 0:
