@@ -234,7 +234,8 @@ def test_adamw_on_two_threads_matches_one(two_threads, monkeypatch):
 
 
 def test_the_helper_survives_fork(two_threads):
-    backend.in_two_halves(lambda a: a.__iadd__(1), np.zeros(1 << 18), writes=(0,))  # start the helper
+    # start the helper
+    backend.in_two_halves(lambda a: a.__iadd__(1), np.zeros(1 << 18), writes=(0,))
     pid = os.fork()
     if pid == 0:  # the child: a new helper, not a hang on the parent's dead thread
         try:
