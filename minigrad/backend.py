@@ -389,10 +389,7 @@ def in_two_halves(fn, *arrays, writes: tuple) -> None:
     settings get the plain call ``fn(*arrays)``, which computes exactly the same values.
     """
     first = arrays[0]
-    if not is_numpy(first) or first.size < PARALLEL_MIN_SIZE or first.shape[0] < 2:
-        _whole(fn, arrays)
-        return
-    helper = threads.helper()
+    helper = _helper_for_rows_of(first)
     if helper is None:
         _whole(fn, arrays)
         return
@@ -406,6 +403,19 @@ def in_two_halves(fn, *arrays, writes: tuple) -> None:
         firsts,
         [seconds[i] for i in writes],
     )
+
+
+def splits_in_two_halves(a) -> bool:
+    """Whether in_two_halves would split the rows of ``a`` between the two threads."""
+    return _helper_for_rows_of(a) is not None
+
+
+def _helper_for_rows_of(a):
+    """The helper thread, where the rows of ``a`` are worth sharing with it (a big NumPy
+    array of two rows or more); else None."""
+    if not is_numpy(a) or a.size < PARALLEL_MIN_SIZE or a.shape[0] < 2:
+        return None
+    return threads.helper()
 
 
 def _whole(fn, arrays) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
 from minigrad.backend import (
-    PARALLEL_MIN_SIZE,
     column_sums,
     fused_centered_sum_of_squares,
     fused_layer_norm_input_grad,
@@ -20,6 +19,7 @@ from minigrad.backend import (
     is_numpy,
     reshaped,
     row_means,
+    splits_in_two_halves,
     sum_of_products,
     wait_for_writes_to,
 )
@@ -92,7 +92,7 @@ def _normalize(x, weight, bias, eps):
     in two halves of the rows on both cores, waiting for both (backend.in_two_halves), the
     toy GPT's step was 2-3% slower, as its passes are short and each hand-over of the GIL
     between the threads costs a wake-up. In a stream nothing waits (backend, "streams")."""
-    if not (in_a_stream() and x.size >= PARALLEL_MIN_SIZE):
+    if not (in_a_stream() and splits_in_two_halves(x)):
         wait_for_writes_to(x)  # (in a stream: read whole here)
         return _normalize_rows(x, weight, bias, eps)
     xp = xp_of(x)
