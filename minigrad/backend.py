@@ -525,7 +525,7 @@ def matmul_pair(first, second, outs=(None, None)) -> tuple:
 # closes the stream; so does backward (its first step) and anything that reads ``.data``.
 
 streaming = False  # True during the forward of an op that streams (Function.apply)
-_posted_writes = {}  # id(memory owner) -> [owner, (low, high) byte bounds of a posted write]
+_posted_writes = {}  # id(memory owner) -> [owner, each posted half that writes into it]
 
 
 def in_a_stream() -> bool:
@@ -542,11 +542,10 @@ def wait_for_writes_to(*arrays) -> None:
         if type(a) is np.ndarray:
             owner = a if a.base is None else a.base
             written = _posted_writes.get(id(owner))
-            if written is not None:
-                low, high = _byte_bounds(a)
-                if any(low < end and start < high for start, end in written[1:]):
-                    finish_stream()
-                    return
+            # (may_share_memory compares the byte bounds of the two, in C: 0.4 us a test)
+            if written is not None and any(np.may_share_memory(a, part) for part in written[1:]):
+                finish_stream()
+                return
 
 
 def finish_stream() -> None:
@@ -573,21 +572,10 @@ def _share(helper, second, first, caller_reads, helper_writes) -> None:
         if helper.post(second):
             for part in helper_writes:
                 owner = part if part.base is None else part.base
-                _posted_writes.setdefault(id(owner), [owner]).append(_byte_bounds(part))
+                _posted_writes.setdefault(id(owner), [owner]).append(part)
             first()
             return
     helper.run(second, first)
-
-
-def _byte_bounds(a) -> tuple:
-    """The lowest and one past the highest byte address of ``a``'s values."""
-    low = high = a.__array_interface__["data"][0]
-    for size, stride in zip(a.shape, a.strides):
-        if stride < 0:
-            low += (size - 1) * stride
-        else:
-            high += (size - 1) * stride
-    return low, high + a.itemsize
 
 
 def ufunc_in_halves(ufunc, a, b):
