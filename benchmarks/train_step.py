@@ -3,6 +3,7 @@
     python benchmarks/train_step.py                 # tiny, small, medium on the CPU
     python benchmarks/train_step.py --configs tiny --steps 50
     python benchmarks/train_step.py --device cuda   # CuPy against PyTorch CUDA
+    python benchmarks/train_step.py --threads 1     # each framework on one thread
 
 Both models start from the same weights and see the same batches; the steps are timed
 alternately in one process, in blocks of a few steps (warm-up first, then the median of
@@ -298,6 +299,12 @@ def main(argv=None) -> None:
         help="also split each step into forward, backward and optimizer, side by side",
     )
     parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads of each framework (default: each its own choice, two on two cores)",
+    )
+    parser.add_argument(
         "--parallel",
         action="store_true",
         help="also time minigrad through nn.DataParallel (half the batch on each thread)",
@@ -310,12 +317,17 @@ def main(argv=None) -> None:
         torch = None
         print("PyTorch is not installed: timing minigrad alone")
 
+    if args.threads is not None:
+        set_threads(args.threads, torch)
     default_steps = {"tiny": 200, "small": 32, "medium": 16}
     header = (
         "| config | minigrad ms | PyTorch ms | ratio | block ratios (quartiles) "
         "| max loss drift | saved MB minigrad / torch |"
     )
-    print(f"device {args.device}; torch threads {torch.get_num_threads() if torch else '-'}")
+    print(
+        f"device {args.device}; threads: minigrad {mg.get_num_threads()}, "
+        f"torch {torch.get_num_threads() if torch else '-'}"
+    )
     print(header)
     print("|---|---|---|---|---|---|---|")
     rows = {}
@@ -331,6 +343,21 @@ def main(argv=None) -> None:
             print_row(f"{name}, DataParallel", row["parallel"], "as above")
     if args.phases:
         print_phases(rows)
+
+
+def set_threads(count: int, torch) -> None:
+    """Each framework on ``count`` threads (minigrad uses at most two). With its helper
+    thread off, minigrad leaves NumPy's BLAS to its own threads, so one thread also holds
+    BLAS at one (PyTorch's count covers its BLAS)."""
+    if count < 1:
+        raise SystemExit(f"--threads: expected 1 or more, got {count}")
+    mg.set_num_threads(count)
+    if count == 1:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=1, user_api="blas")
+    if torch is not None:
+        torch.set_num_threads(count)
 
 
 def print_row(label: str, row: dict, saved: str) -> None:

@@ -9,10 +9,12 @@ import sys
 
 import pytest
 
+import minigrad as mg
+
 # the benchmarks live beside the package, not in it: import them from the repository root
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.train_step import SETTINGS, paired_ratio, run  # noqa: E402
+from benchmarks.train_step import SETTINGS, paired_ratio, run, set_threads  # noqa: E402
 
 
 def test_paired_ratio_divides_neighbours():
@@ -80,3 +82,21 @@ def test_gelu_benchmark_runs_each_framework_in_a_process_of_its_own(capsys):
     text = capsys.readouterr().out
     assert "GELU over 2,048 float32 values" in text and "| tanh | 2 | forward |" in text
     assert "minigrad" in text
+
+
+def test_train_step_threads_option_puts_both_frameworks_and_blas_on_one_thread():
+    torch = pytest.importorskip("torch")
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    before = mg.get_num_threads(), torch.get_num_threads()
+    try:
+        with threadpool_limits(limits=2, user_api="blas"):
+            mg.set_num_threads(2)
+            torch.set_num_threads(2)
+            set_threads(1, torch)
+            blas = {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+            assert mg.get_num_threads() == 1 and torch.get_num_threads() == 1
+            assert blas <= {1}
+    finally:
+        mg.set_num_threads(before[0])
+        torch.set_num_threads(before[1])
