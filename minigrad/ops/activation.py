@@ -145,12 +145,13 @@ class LogSoftmax(Function):
 
 def sigmoid_of_negated(z):
     """1 / (1 + e^z), in place on ``z``. Where e^z overflows to inf the result is exactly 0,
-    the right limit, so NumPy's overflow warning is silenced."""
+    the right limit, so NumPy's overflow warning is silenced. (1 / t by ``divide``: the same
+    correctly rounded quotient as ``reciprocal``, which NumPy computes at half the speed.)"""
     xp = xp_of(z)
     with ignore_overflow(z):
         xp.exp(z, out=z)
     z += 1.0
-    return xp.reciprocal(z, out=z)
+    return xp.divide(1.0, z, out=z)
 
 
 def _gelu_tanh(x, s, y):
