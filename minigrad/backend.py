@@ -585,22 +585,8 @@ def ufunc_in_halves(ufunc, a, b):
     split: the caller computes a + b (or a * b) itself, which may then read a and b."""
     if not streaming:
         return None
-    size_a = a.size if type(a) is np.ndarray else 0
-    size_b = b.size if type(b) is np.ndarray else 0
-    if max(size_a, size_b) < PARALLEL_MIN_SIZE:  # (first: the cheap test that small ops fail)
-        wait_for_writes_to(a, b)
-        return None
-    arrays = [x for x in (a, b) if type(x) is np.ndarray]
-    helper = threads.helper()
-    if (
-        helper is None
-        or any(x.dtype.kind != "f" for x in arrays)
-        or any(type(x) not in (np.ndarray, float, int) for x in (a, b))
-    ):
-        wait_for_writes_to(a, b)
-        return None
-    shape = np.broadcast_shapes(np.shape(a), np.shape(b))
-    if shape[0] < 2:
+    shape = _shape_in_halves(a, b)
+    if shape is None:
         wait_for_writes_to(a, b)
         return None
     out = np.empty(shape, np.result_type(a, b))
@@ -614,13 +600,33 @@ def ufunc_in_halves(ufunc, a, b):
     seconds = [part(a, slice(half, None)), part(b, slice(half, None))]
     out_first, out_second = out[:half], out[half:]
     _share(
-        helper,
+        threads.helper(),
         lambda: ufunc(*seconds, out=out_second),
         lambda: ufunc(*firsts, out=out_first),
         firsts,
         (out_second,),
     )
     return out
+
+
+def _shape_in_halves(a, b):
+    """The shape of ufunc(a, b) where ufunc_in_halves splits it: a big float result of two
+    rows or more, from NumPy arrays and Python numbers, with the helper on. Else None."""
+    size_a = a.size if type(a) is np.ndarray else 0
+    size_b = b.size if type(b) is np.ndarray else 0
+    if max(size_a, size_b) < PARALLEL_MIN_SIZE:  # (first: the cheap test that small ops fail)
+        return None
+    if (
+        threads.helper() is None
+        or any(type(x) not in (np.ndarray, float, int) for x in (a, b))
+        or any(type(x) is np.ndarray and x.dtype.kind != "f" for x in (a, b))
+    ):
+        return None
+    if size_a == size_b and a.shape == b.shape:  # (the residual additions: no broadcast)
+        shape = a.shape
+    else:
+        shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+    return shape if shape[0] >= 2 else None
 
 
 def reshaped(x, shape):
