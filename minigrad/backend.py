@@ -332,7 +332,8 @@ def _normal_cdf_float32(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     level, rise = _cdf_grid()
     flat_x, flat_out = x.reshape(-1), out.reshape(-1)
     u = np.empty(min(flat_x.size, _CHUNK), np.float32)
-    k, at = np.empty_like(u), np.empty(u.shape, np.int32)
+    # rows as intp, the index type np.take works in (int32 rows: converted inside, 4% slower)
+    k, at = np.empty_like(u), np.empty(u.shape, np.intp)
     # nan casts to int with an "invalid" warning: its row is 0 below, and Phi stays nan
     with np.errstate(invalid="ignore"):
         for start in range(0, flat_x.size, _CHUNK):
