@@ -541,12 +541,16 @@ def wait_for_writes_to(*arrays) -> None:
         return
     for a in arrays:
         if type(a) is np.ndarray:
-            owner = a if a.base is None else a.base
-            written = _posted_writes.get(id(owner))
+            written = _posted_writes.get(id(_memory_owner(a)))
             # (may_share_memory compares the byte bounds of the two, in C: 0.4 us a test)
             if written is not None and any(np.may_share_memory(a, part) for part in written[1:]):
                 finish_stream()
                 return
+
+
+def _memory_owner(a):
+    """The array that owns ``a``'s memory: ``a`` itself, or the array it is a view of."""
+    return a if a.base is None else a.base
 
 
 def finish_stream() -> None:
@@ -572,7 +576,7 @@ def _share(helper, second, first, caller_reads, helper_writes) -> None:
         wait_for_writes_to(*caller_reads)
         if helper.post(second):
             for part in helper_writes:
-                owner = part if part.base is None else part.base
+                owner = _memory_owner(part)
                 _posted_writes.setdefault(id(owner), [owner]).append(part)
             first()
             return
