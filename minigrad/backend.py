@@ -541,16 +541,25 @@ def wait_for_writes_to(*arrays) -> None:
         return
     for a in arrays:
         if type(a) is np.ndarray:
-            written = _posted_writes.get(id(_memory_owner(a)))
+            written = _posted_writes.get(id(memory_owner(a)))
             # (may_share_memory compares the byte bounds of the two, in C: 0.4 us a test)
             if written is not None and any(np.may_share_memory(a, part) for part in written[1:]):
                 finish_stream()
                 return
 
 
-def _memory_owner(a):
+def memory_owner(a):
     """The array that owns ``a``'s memory: ``a`` itself, or the array it is a view of."""
     return a if a.base is None else a.base
+
+
+def writable_in_place(a) -> bool:
+    """Whether each value of ``a`` can be changed in place on its own: not a read-only
+    NumPy array, nor (on CuPy, whose views are never read-only) a broadcast view, where one
+    memory slot stands for a whole dim of values."""
+    if type(a) is np.ndarray:
+        return a.flags.writeable
+    return all(stride != 0 or size < 2 for stride, size in zip(a.strides, a.shape))
 
 
 def finish_stream() -> None:
@@ -576,7 +585,7 @@ def _share(helper, second, first, caller_reads, helper_writes) -> None:
         wait_for_writes_to(*caller_reads)
         if helper.post(second):
             for part in helper_writes:
-                owner = _memory_owner(part)
+                owner = memory_owner(part)
                 _posted_writes.setdefault(id(owner), [owner]).append(part)
             first()
             return

@@ -306,6 +306,65 @@ class Tensor:
         other = self._operand(other)
         return _ops.pow(other, self._promoted(1.0))
 
+    # x += y, x -= y, x *= y, x /= y: in place, as in PyTorch's hand-written training loop
+    #     with mg.no_grad():
+    #         w -= lr * w.grad
+    # (without these, Python would run w = w - lr * w.grad: a new tensor, no longer a leaf)
+
+    def __iadd__(self, other):
+        return self._in_place("add", other)
+
+    def __isub__(self, other):
+        return self._in_place("subtract", other)
+
+    def __imul__(self, other):
+        return self._in_place("multiply", other)
+
+    def __itruediv__(self, other):
+        return self._in_place("divide", other)
+
+    _OUT_OF_PLACE = {"add": "__add__", "subtract": "__sub__", "multiply": "__mul__"}
+    _SYMBOLS = {"add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/="}
+
+    def _in_place(self, ufunc_name: str, other):
+        """self <op>= other. Where no graph is being recorded through either (grad mode off,
+        or neither requires grad), self's values change in place and self keeps its shape
+        and dtype. Where one is: a leaf that requires grad may not change (its gradient
+        would no longer be of the values it holds), and a tensor made by an op gives the
+        result as a new node of the graph, as ``x = x + y`` would."""
+        symbol = Tensor._SYMBOLS[ufunc_name]
+        other = self._operand(other)
+        other_requires_grad = isinstance(other, Tensor) and other._requires_grad
+        if _grad_enabled() and (self._requires_grad or other_requires_grad):
+            if self._requires_grad and self.grad_fn is None:
+                raise RuntimeError(
+                    f"a leaf tensor that requires grad (shape {self.shape}) is used in an "
+                    f"in-place operation ({symbol}); update it under `with mg.no_grad():`, "
+                    "as an optimizer does"
+                )
+            out_of_place = Tensor._OUT_OF_PLACE.get(ufunc_name, "__truediv__")
+            return getattr(self, out_of_place)(other)
+        data = self.data
+        value = other.data if isinstance(other, Tensor) else other
+        result_shape = np.broadcast_shapes(data.shape, np.shape(value))
+        if result_shape != data.shape:
+            raise ShapeError(
+                f"{symbol}: the result has shape {result_shape}, which does not fit in place "
+                f"into the tensor of shape {data.shape}"
+            )
+        ufunc = getattr(backend.array_module(data), ufunc_name)
+        try:
+            ufunc(data, value, out=data)
+        except TypeError:  # NumPy's UFuncTypeError: float into int, as PyTorch refuses too
+            xp = backend.array_module(data)
+            probe = xp.empty(0, value.dtype) if hasattr(value, "dtype") else value
+            result_dtype = ufunc(xp.empty(0, data.dtype), probe).dtype
+            raise TypeError(
+                f"{symbol}: the result has dtype {result_dtype}, which cannot be written in "
+                f"place into a tensor of dtype {data.dtype}; convert it first (t = t.float())"
+            ) from None
+        return self
+
     def __matmul__(self, other):
         return _ops.matmul(self, self._operand(other))
 

@@ -139,6 +139,85 @@ def test_in_place_helpers(device):
     assert t.tolist() == [5.0, 5.0, 5.0]
 
 
+def test_in_place_operators_change_values_and_keep_the_tensor(device):
+    t = mg.ones(2, 3, device=device)
+    same = t
+    t += 1.0
+    t -= mg.tensor([0.0, 1.0, 2.0], device=device)  # broadcast into t's shape
+    t *= 3
+    t /= 2.0
+    assert t is same and t.shape == (2, 3) and t.dtype == np.float32
+    np.testing.assert_allclose(t.numpy(), [[3.0, 1.5, 0.0], [3.0, 1.5, 0.0]])
+
+
+def test_in_place_operators_refuse_what_does_not_fit(device):
+    t = mg.ones(3, device=device)
+    with pytest.raises(mg.errors.ShapeError, match=r"\+=: the result has shape \(2, 3\)"):
+        t += mg.ones(2, 3, device=device)
+    n = mg.arange(3, device=device)
+    with pytest.raises(TypeError, match="/=: the result has dtype float64.*dtype int64"):
+        n /= 2
+    n += 2  # int into int is fine
+    assert n.tolist() == [2, 3, 4]
+
+
+def test_hand_written_gradient_descent_updates_the_leaves_in_place(device):
+    """The loop of PyTorch's tutorials: w -= lr * w.grad under no_grad, then w.grad.zero_()."""
+    mg.manual_seed(0)
+    x = mg.randn(16, 3, device=device)
+    y = x @ mg.tensor([1.0, -2.0, 0.5], device=device) + 0.25
+    w = mg.zeros(3, device=device, requires_grad=True)
+    b = mg.zeros(1, device=device, requires_grad=True)
+    for _ in range(300):
+        loss = ((x @ w + b - y) ** 2).mean()
+        loss.backward()
+        with mg.no_grad():
+            w -= 0.1 * w.grad
+            b -= 0.1 * b.grad
+        w.grad.zero_()
+        b.grad.zero_()
+    assert w.is_leaf and w.requires_grad and b.is_leaf
+    np.testing.assert_allclose(w.numpy(), [1.0, -2.0, 0.5], atol=1e-3)
+    np.testing.assert_allclose(b.numpy(), [0.25], atol=1e-3)
+
+
+def test_in_place_operators_with_grad_on(device):
+    w = mg.ones(3, device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"leaf tensor that requires grad.*\(-=\).*no_grad"):
+        w -= 1.0
+    h = w * 2.0  # made by an op: += gives a new node, as h = h + w would
+    before = h
+    h += w
+    assert h is not before and h.grad_fn is not None
+    h.sum().backward()
+    assert w.grad.tolist() == [3.0, 3.0, 3.0]
+    plain = mg.zeros(3, device=device)  # nothing requires grad: in place, grad mode or not
+    same = plain
+    plain += 1.0
+    assert plain is same and plain.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_leaf_gradients_are_each_leafs_own(device):
+    """As PyTorch's: changing one leaf's .grad in place changes nothing else, even where
+    the engine got one array for several (Add's two inputs, a sum's broadcast view)."""
+    a = mg.randn(3, device=device, requires_grad=True)
+    b = mg.randn(3, device=device, requires_grad=True)
+    seed = mg.ones(3, device=device)
+    (a + b).backward(seed)
+    a.grad.zero_()
+    b.grad *= 2.0
+    assert a.grad.tolist() == [0.0] * 3 and b.grad.tolist() == [2.0] * 3
+    assert seed.tolist() == [1.0] * 3
+    x = mg.randn(2, 4, device=device, requires_grad=True)
+    x.sum().backward()  # dL/dx: 1 spread over x
+    x.grad *= 3.0
+    assert x.grad.tolist() == [[3.0] * 4] * 2
+    leaf = mg.randn(3, device=device, requires_grad=True)
+    leaf.backward(seed)  # a leaf's gradient is the seed: a copy of it
+    leaf.grad.zero_()
+    assert seed.tolist() == [1.0] * 3
+
+
 # -- creation functions and the seed ---------------------------------------------------------
 
 

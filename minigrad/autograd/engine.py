@@ -101,10 +101,11 @@ def run_backward(outputs, seeds, retain_graph: bool, create_graph: bool, leaf_lo
     modes.retain_graph = retain_graph
     try:
         pending = {}  # node -> {output index: dL/d(that output)}, summed as they arrive
+        claimed = {id(backend.memory_owner(seed.data)) for seed in seeds}  # see _owned
         for output, seed in zip(outputs, seeds):
             node, index = output.grad_fn, output._output_index
             if node is None:  # backward on a leaf: its gradient is the seed itself
-                _finish_leaf(output, seed, leaf_lock)
+                _finish_leaf(output, seed, claimed, leaf_lock)
             elif node not in pending:
                 pending[node] = {index: seed}
             else:
@@ -115,27 +116,42 @@ def run_backward(outputs, seeds, retain_graph: bool, create_graph: bool, leaf_lo
             output_grads = pending.pop(node, None)
             if output_grads is None:
                 continue
-            _backward_node(node, output_grads, pending, leaf_grads)
+            _backward_node(node, output_grads, pending, leaf_grads, claimed)
             if not retain_graph:
                 node.free_saved()
         threads.finish_posted()  # the helper's last weight gradients (ops.linalg)
         for leaf, grad in leaf_grads.values():
-            _finish_leaf(leaf, grad, leaf_lock)
+            _finish_leaf(leaf, grad, claimed, leaf_lock)
     finally:
         threads.finish_posted()  # (after an error: leave the helper nothing of ours to do)
         modes.grad_enabled, modes.retain_graph = grad_was_enabled, retained_before
 
 
-def _finish_leaf(leaf, grad, lock=None) -> None:
+def _finish_leaf(leaf, grad, claimed, lock=None) -> None:
     if leaf._hooks:
         grad = _run_hooks(leaf, grad)
-    if not modes.grad_enabled and grad.grad_fn is not None:
-        grad = grad.detach()
+    if not modes.grad_enabled:
+        grad = _owned(grad.detach() if grad.grad_fn is not None else grad, claimed)
     if lock is None:
         leaf.grad = _accumulate(leaf.grad, grad)
         return
     with lock:  # read, add and write .grad as one step
         leaf.grad = _accumulate(leaf.grad, grad)
+
+
+def _owned(grad, claimed):
+    """``grad``, or a copy where its array is not this leaf's alone to keep and change, as
+    PyTorch's AccumulateGrad copies: a broadcast view (a sum's gradient is dL/dy spread
+    over x without a copy), or memory that a seed, a retained gradient or another leaf's
+    gradient also holds (Add hands both its inputs the same array). Then ``w.grad.zero_()``
+    or ``w.grad *= 0.5`` changes w's gradient and nothing else. ``claimed``: the ids of the
+    arrays that own such memory, for this backward pass."""
+    array = grad._data
+    owner = id(backend.memory_owner(array))
+    if owner in claimed or not backend.writable_in_place(array):
+        return type(grad)._make(array.copy())
+    claimed.add(owner)
+    return grad
 
 
 def _backward_reporting_as_node(node, grads):
@@ -157,7 +173,7 @@ def _zeros(node, index):
     return Tensor._make(xp.zeros(shape, dtype))
 
 
-def _backward_node(node, output_grads, pending, leaf_grads) -> None:
+def _backward_node(node, output_grads, pending, leaf_grads, claimed) -> None:
     grads = []
     for index, ref in enumerate(node.outputs):
         grad = output_grads.get(index)
@@ -169,6 +185,7 @@ def _backward_node(node, output_grads, pending, leaf_grads) -> None:
                 tensor.grad = _accumulate(
                     tensor.grad, grad if modes.grad_enabled else grad.detach()
                 )
+                claimed.add(id(backend.memory_owner(tensor.grad.data)))  # (see _owned)
         if grad is None:
             grad = tensor.zeros_like_detached() if tensor is not None else _zeros(node, index)
         grads.append(grad)
