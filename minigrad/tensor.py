@@ -579,7 +579,7 @@ class Tensor:
     def as_same_kind(self, value) -> Tensor:
         """``value`` (a Tensor, array, list or number) as a Tensor on self's device/dtype."""
         if isinstance(value, Tensor):
-            if type(value.data) is not type(self.data) and value.device != self.device:
+            if type(value._data) is not type(self._data) and value.device != self.device:
                 raise _device_error(self, value)
             return value
         xp = backend.array_module(self.data)
@@ -598,7 +598,8 @@ class Tensor:
         return Tensor._make(array.astype(np.int64) if array.dtype.kind in "iu" else array)
 
     def ones_like_detached(self) -> Tensor:
-        ones = backend.array_module(self.data).empty(self.data.shape, self.data.dtype)
+        data = self.data
+        ones = backend.array_module(data).empty(data.shape, data.dtype)
         ones.fill(1)  # (np.ones is the same, in two more Python calls)
         return Tensor._make(ones)
 

@@ -52,12 +52,13 @@ def _seed_gradient(output, gradient):
             )
         return output.ones_like_detached()
     gradient = output.as_same_kind(gradient)
-    if gradient.shape != output.shape:
+    given, expected = gradient._data, output._data  # (shapes and dtypes: nothing to wait for)
+    if given.shape != expected.shape:
         raise RuntimeError(
             f"backward: gradient has shape {gradient.shape} but the output has shape "
             f"{output.shape}; they must match"
         )
-    if gradient.dtype != output.dtype:  # as PyTorch: the seed takes the output's dtype
+    if given.dtype != expected.dtype:  # as PyTorch: the seed takes the output's dtype
         gradient = gradient.to(output.dtype)
     return gradient
 
@@ -81,7 +82,7 @@ def _run_hooks(tensor, grad):
 
 def backward(output, gradient=None, retain_graph=False, create_graph=False) -> None:
     """Compute d output / d leaf for every leaf that requires grad; see Tensor.backward."""
-    if not output.requires_grad:
+    if not output._requires_grad:
         raise RuntimeError(
             "backward: the tensor does not require grad and has no grad_fn: nothing in its "
             "history requires grad (set requires_grad=True on a leaf, or check for no_grad)"
@@ -101,8 +102,9 @@ def run_backward(outputs, seeds, retain_graph: bool, create_graph: bool, leaf_lo
     modes.retain_graph = retain_graph
     try:
         pending = {}  # node -> {output index: dL/d(that output)}, summed as they arrive
-        claimed = {id(backend.memory_owner(seed.data)) for seed in seeds}  # see _owned
+        claimed = set()  # memory that a leaf's .grad must not share (see _owned)
         for output, seed in zip(outputs, seeds):
+            claimed.add(id(backend.memory_owner(seed._data)))
             node, index = output.grad_fn, output._output_index
             if node is None:  # backward on a leaf: its gradient is the seed itself
                 _finish_leaf(output, seed, claimed, leaf_lock)
@@ -174,21 +176,12 @@ def _zeros(node, index):
 
 
 def _backward_node(node, output_grads, pending, leaf_grads, claimed) -> None:
-    grads = []
-    for index, ref in enumerate(node.outputs):
-        grad = output_grads.get(index)
-        tensor = ref()
-        if grad is not None and tensor is not None:
-            if tensor._hooks:
-                grad = _run_hooks(tensor, grad)
-            if tensor._retains_grad:
-                tensor.grad = _accumulate(
-                    tensor.grad, grad if modes.grad_enabled else grad.detach()
-                )
-                claimed.add(id(backend.memory_owner(tensor.grad.data)))  # (see _owned)
-        if grad is None:
-            grad = tensor.zeros_like_detached() if tensor is not None else _zeros(node, index)
-        grads.append(grad)
+    outputs = node.outputs
+    tensor = outputs[0]() if len(outputs) == 1 else None
+    if tensor is not None and not (tensor._hooks or tensor._retains_grad):
+        grads = (output_grads[0],)  # the common case: one output, nothing to call on it
+    else:
+        grads = _gradients_of_outputs(node, output_grads, claimed)
 
     if modes.anomaly:
         input_grads = _backward_reporting_as_node(node, grads)
@@ -210,12 +203,15 @@ def _backward_node(node, output_grads, pending, leaf_grads, claimed) -> None:
         threads.finish_posted()
         node.edge_grad_norms = [None] * len(node.inputs)
 
+    inputs = node.inputs
     for position, needed in enumerate(node.needs_input_grad):
-        grad = input_grads[position]
-        if grad is None or not needed:
+        if not needed:
             continue
-        arg = node.inputs[position]
-        array, arg_array = grad.data, arg.data
+        grad = input_grads[position]
+        if grad is None:
+            continue
+        arg = inputs[position]
+        array, arg_array = grad._data, arg._data  # (shapes and dtypes: nothing to wait for)
         if array.shape != arg_array.shape:
             raise RuntimeError(
                 f"{node.name}.backward returned a gradient of shape {grad.shape} for input "
@@ -233,5 +229,29 @@ def _backward_node(node, output_grads, pending, leaf_grads, claimed) -> None:
                 threads.finish_posted()
             leaf_grads[key] = (arg, grad if previous is None else _accumulate(previous[1], grad))
         else:
-            slot = pending.setdefault(parent, {})
-            slot[arg._output_index] = _accumulate(slot.get(arg._output_index), grad)
+            slot = pending.get(parent)
+            if slot is None:
+                pending[parent] = {arg._output_index: grad}
+            else:
+                slot[arg._output_index] = _accumulate(slot.get(arg._output_index), grad)
+
+
+def _gradients_of_outputs(node, output_grads, claimed) -> list:
+    """dL/d(each output of node), after the hooks of each output and its retained .grad;
+    zeros for an output that got no gradient (one of several, dropped unused)."""
+    grads = []
+    for index, ref in enumerate(node.outputs):
+        grad = output_grads.get(index)
+        tensor = ref()
+        if grad is not None and tensor is not None:
+            if tensor._hooks:
+                grad = _run_hooks(tensor, grad)
+            if tensor._retains_grad:
+                tensor.grad = _accumulate(
+                    tensor.grad, grad if modes.grad_enabled else grad.detach()
+                )
+                claimed.add(id(backend.memory_owner(tensor.grad.data)))  # (see _owned)
+        if grad is None:
+            grad = tensor.zeros_like_detached() if tensor is not None else _zeros(node, index)
+        grads.append(grad)
+    return grads

@@ -114,8 +114,9 @@ class Context:
 
     def free_saved(self) -> None:
         """Drop what forward saved (backward calls this unless retain_graph=True)."""
-        self.saved_bytes = self.count_saved_bytes()
-        self._saved = ()
+        if self._saved:
+            self.saved_bytes = self.count_saved_bytes()
+            self._saved = ()
         self._freed = True
 
     def count_saved_bytes(self) -> int:

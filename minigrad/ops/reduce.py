@@ -10,13 +10,26 @@ from __future__ import annotations
 import math
 
 from minigrad.autograd.function import Function
-from minigrad.ops._helpers import count_in, kept_shape, normalize_dims
+from minigrad.autograd.grad_mode import is_grad_enabled
+from minigrad.ops._helpers import count_in, kept_shape, normalize_dims, xp_of
 from minigrad.ops.shape import broadcast_to, reshape
+from minigrad.tensor import Tensor
 
 
-def _spread(grad, input_shape, dims):
-    """Undo a reduction's shape: (B, d) summed over d -> (B,) -> (B, 1) -> (B, d)."""
-    return broadcast_to(reshape(grad, kept_shape(input_shape, dims)), input_shape)
+def _spread(grad, input_shape, dims, count=None):
+    """Undo a reduction's shape: (B, d) summed over d -> (B,) -> (B, 1) -> (B, d), then
+    divided by ``count`` if one is given (a mean's n)."""
+    kept = kept_shape(input_shape, dims)
+    if is_grad_enabled():  # create_graph: by ops, so that the spread is differentiable too
+        spread = broadcast_to(reshape(grad, kept), input_shape)
+        return spread if count is None else spread / count
+    # on arrays: a new array written in one pass (at 8x8, 0.2 against 5 us for the two ops
+    # and their view, which a leaf's .grad would then copy)
+    spread = xp_of(grad.data).empty(input_shape, grad.dtype)
+    spread[...] = grad.data.reshape(kept)
+    if count is not None:
+        spread /= count
+    return Tensor._make(spread)
 
 
 class Sum(Function):
@@ -41,7 +54,7 @@ class Mean(Function):
     @staticmethod
     def backward(ctx, grad):
         count = count_in(ctx.input_shape, ctx.dims)
-        return _spread(grad, ctx.input_shape, ctx.dims) / count, None, None
+        return _spread(grad, ctx.input_shape, ctx.dims, count), None, None
 
 
 class Var(Function):
