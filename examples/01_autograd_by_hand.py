@@ -11,7 +11,10 @@ What to look at:
    the bias over rows means its gradient is summed over rows: dL/db = sum_rows(1 - H^2).
    The hand formula is checked, and ``mg.gradcheck`` compares the whole backward with finite
    differences in float64 (float32 has too few digits for (f(x + eps) - f(x - eps)) / 2 eps).
-4. The graphs themselves (``mg.viz.draw_graph``): every op node, and after the backward pass
+4. Gradient descent by hand: fit y = 2x - 1 with a weight and a bias, the loop of PyTorch's
+   tutorials: backward, then ``w -= lr * w.grad`` under ``mg.no_grad()`` (an update is not
+   part of the model: no graph for it), then ``w.grad.zero_()`` (gradients add up otherwise).
+5. The graphs themselves (``mg.viz.draw_graph``): every op node, and after the backward pass
    inside ``mg.viz.record_grads()`` every edge labelled with the gradient that went along it.
    Look at ``a`` and ``b`` in the scalar graph: the multiply node sends each one the *other*
    operand times the upstream gradient.
@@ -102,6 +105,29 @@ def tensor_layer() -> mg.Tensor:
     return loss
 
 
+def gradient_descent_by_hand(steps: int = 100, lr: float = 0.1) -> None:
+    """Fit y = 2x - 1: each step, L = mean((w x + b - y)^2), then w -= lr dL/dw (b too)."""
+    x = mg.linspace(-1.0, 1.0, 32)
+    y = 2.0 * x - 1.0
+    w = mg.tensor(0.0, requires_grad=True)
+    b = mg.tensor(0.0, requires_grad=True)
+    print("4) gradient descent by hand: fit y = 2x - 1 with w x + b, from w = b = 0")
+    for step in range(steps + 1):
+        loss = ((w * x + b - y) ** 2).mean()
+        if step % 25 == 0:
+            print(
+                f"   step {step:3d}: L = {loss.item():.6f}, w = {w.item():.4f}, b = {b.item():.4f}"
+            )
+        if step == steps:
+            break
+        loss.backward()
+        with mg.no_grad():  # the update itself is not recorded: w stays a leaf
+            w -= lr * w.grad
+            b -= lr * b.grad
+        w.grad.zero_()  # else the next backward adds its gradient to this one
+        b.grad.zero_()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="examples/out", help="where the graphs go")
@@ -112,6 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     scalar_loss = scalar_chain_rule()
     neuron()
     tensor_loss = tensor_layer()
+    gradient_descent_by_hand()
 
     for loss, name in ((scalar_loss, "01_scalar_graph"), (tensor_loss, "01_tensor_graph")):
         path = mg.viz.render(mg.viz.draw_graph(loss), out / f"{name}.svg")

@@ -73,6 +73,11 @@ def test_01_autograd_by_hand(tmp_path):
     errors = [float(e) for e in re.findall(r"max \|autograd - by hand\| = ([0-9.e+-]+)", printed)]
     assert len(errors) == 3 and max(errors) < 1e-12
     assert "mg.gradcheck (finite differences, float64): passed" in printed
+    # gradient descent by hand: y = 2x - 1 found, the loss down from 2.42
+    last = re.findall(r"step 100: L = ([0-9.]+), w = ([0-9.-]+), b = ([0-9.-]+)", printed)
+    assert len(last) == 1
+    loss, w, b = map(float, last[0])
+    assert loss < 1e-4 and w == pytest.approx(2.0, abs=0.01) and b == pytest.approx(-1.0, abs=0.01)
     assert_graph(tmp_path / "01_scalar_graph.svg")
     assert_graph(tmp_path / "01_tensor_graph.svg")
 

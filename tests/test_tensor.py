@@ -212,6 +212,10 @@ def test_leaf_gradients_are_each_leafs_own(device):
     x.sum().backward()  # dL/dx: 1 spread over x
     x.grad *= 3.0
     assert x.grad.tolist() == [[3.0] * 4] * 2
+    scalar = mg.tensor(1.0, device=device, requires_grad=True)
+    for _ in range(2):  # the second backward adds to .grad: still a 0-d array, still writable
+        (scalar * 3.0).backward()
+    assert scalar.grad.zero_().item() == 0.0
     leaf = mg.randn(3, device=device, requires_grad=True)
     leaf.backward(seed)  # a leaf's gradient is the seed: a copy of it
     leaf.grad.zero_()

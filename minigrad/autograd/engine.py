@@ -15,7 +15,7 @@ contributions (the multivariate chain rule).
 from __future__ import annotations
 
 from minigrad import backend, threads
-from minigrad.autograd.function import _check_finite
+from minigrad.autograd.function import _as_array, _check_finite
 from minigrad.autograd.grad_mode import modes
 
 
@@ -69,7 +69,8 @@ def _accumulate(current, new):
         return new
     if modes.grad_enabled:
         return current + new
-    return type(new)._make(current.data + new.data)
+    # (0-d + 0-d is a NumPy scalar, not an array: a .grad must hold an array)
+    return type(new)._make(_as_array(current.data + new.data, new.data))
 
 
 def _run_hooks(tensor, grad):
