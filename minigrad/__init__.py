@@ -27,6 +27,7 @@ from minigrad.creation import (
     full,
     full_like,
     linspace,
+    multinomial,
     ones,
     ones_like,
     rand,
@@ -52,6 +53,8 @@ from minigrad.ops import (
     sqrt,
     stack,
     tanh,
+    tril,
+    triu,
     where,
 )
 from minigrad.rng import manual_seed
@@ -100,11 +103,12 @@ __all__ = [
     "Tensor", "autograd", "cuda", "detect_anomaly", "enable_grad", "gradcheck",
     "gradgradcheck", "is_grad_enabled", "no_grad", "set_grad_enabled", "arange", "empty",
     "eye", "from_numpy", "full", "full_like", "linspace", "ones", "ones_like", "rand",
-    "rand_like", "randint", "randn", "randn_like", "tensor", "zeros", "zeros_like", "cat",
-    "matmul", "stack", "where", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "abs",
-    "clamp", "softmax", "log_softmax", "manual_seed", "float32", "float64", "float16",
-    "int64", "int32", "bool_", "bool", "long", "double", "sum", "mean", "is_tensor",
-    "set_num_threads", "get_num_threads", "nn", "optim", "viz", "study", "save", "load",
+    "multinomial", "rand_like", "randint", "randn", "randn_like", "tensor", "zeros",
+    "zeros_like", "cat", "matmul", "stack", "tril", "triu", "where", "exp", "log", "sqrt",
+    "tanh", "sigmoid", "relu", "abs", "clamp", "softmax", "log_softmax", "manual_seed",
+    "float32", "float64", "float16", "int64", "int32", "bool_", "bool", "long", "double",
+    "sum", "mean", "is_tensor", "set_num_threads", "get_num_threads", "nn", "optim", "viz",
+    "study", "save", "load",
 ]  # fmt: skip
 
 host_memory.keep_freed_memory()  # no page faults from re-allocating each step's arrays

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad import backend, rng
+from minigrad.errors import ShapeError
 from minigrad.tensor import Tensor
 
 
@@ -131,6 +132,75 @@ def randint(low, high=None, size=(), dtype=None, device="cpu") -> Tensor:
     device = backend.check_device(device)
     array = rng.generator(device).integers(low, high, size=tuple(size))
     return Tensor(backend.xp_for(device).asarray(array).astype(dtype or np.int64))
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False) -> Tensor:  # noqa: A002
+    """Indices drawn from the categories of each row of ``input``, category j with
+    probability input[j] / sum(input): weights need not sum to 1, only be >= 0.
+
+    input: (C,) or (N, C) floats -> int64 (num_samples,) or (N, num_samples), on input's
+    device. Without replacement a category is drawn at most once per row, so num_samples
+    may not exceed C. Draws from minigrad's generator: ``mg.manual_seed`` repeats them.
+    """
+    weights = _checked_weights(input, num_samples, replacement)
+    rows = weights.reshape(-1, weights.shape[-1])  # (N, C): a 1-D input is one row
+    generator = rng.generator(input.device)
+    if replacement:
+        indices = _draw_with_replacement(rows, num_samples, generator)
+    else:
+        indices = _draw_without_replacement(rows, num_samples, generator)
+    return Tensor(indices.reshape(weights.shape[:-1] + (num_samples,)))
+
+
+def _draw_with_replacement(rows, num_samples: int, generator):
+    """Inverse CDF: with cdf the running sums of a row scaled to end at exactly 1, a uniform
+    u in [0, 1) falls in category j where cdf[j-1] <= u < cdf[j], an interval as wide as
+    category j's probability (zero-width for a zero weight, which is never drawn)."""
+    xp = backend.array_module(rows)
+    cdf = xp.cumsum(rows, axis=-1)
+    cdf /= cdf[:, -1:]  # (x / x is exactly 1: the last interval ends at 1 > u)
+    uniforms = generator.random((rows.shape[0], num_samples))
+    picks = [xp.searchsorted(cdf[i], uniforms[i], side="right") for i in range(rows.shape[0])]
+    return xp.stack(picks).astype(np.int64)
+
+
+def _draw_without_replacement(rows, num_samples: int, generator):
+    """Draw, remove, renormalize, repeat, all at once (the exponential race, as PyTorch
+    does): with E_j ~ Exp(1), w_j / E_j is largest for category j with probability
+    w_j / sum(w), and the order of the largest keys is that of drawing one at a time."""
+    xp = backend.array_module(rows)
+    exponentials = -xp.log1p(-generator.random(rows.shape))  # -log(1 - u), u in [0, 1)
+    keys = rows / exponentials  # (E = 0 has probability 2^-53: an infinite key, drawn first)
+    return xp.argsort(-keys, axis=-1)[:, :num_samples].astype(np.int64)
+
+
+def _checked_weights(input: Tensor, num_samples: int, replacement: bool):  # noqa: A002
+    """input's array as float64, after PyTorch's checks, each error naming what was wrong."""
+    if input.ndim not in (1, 2):
+        raise ShapeError(f"multinomial: input must be 1-D or 2-D, got shape {input.shape}")
+    if input.dtype.kind != "f":
+        raise TypeError(f"multinomial: input must be floating point, got {input.dtype}")
+    categories = input.shape[-1]
+    if num_samples <= 0:
+        raise ValueError(f"multinomial: cannot draw num_samples={num_samples} <= 0 samples")
+    if not replacement and num_samples > categories:
+        raise ValueError(
+            f"multinomial: cannot draw {num_samples} samples without replacement from "
+            f"{categories} categories (input of shape {input.shape}); pass replacement=True"
+        )
+    weights = input.data.astype(np.float64)
+    xp = backend.array_module(weights)
+    if not bool(xp.isfinite(weights).all()) or bool((weights < 0).any()):
+        raise ValueError("multinomial: the weights contain inf, nan or a value < 0")
+    if bool((weights.sum(axis=-1) <= 0).any()):
+        raise ValueError("multinomial: a row of weights sums to 0 (nothing to draw from)")
+    drawable = (weights > 0).sum(axis=-1)
+    if not replacement and bool((drawable < num_samples).any()):
+        raise ValueError(
+            f"multinomial: cannot draw {num_samples} samples without replacement from a row "
+            f"with only {int(drawable.min())} categories of weight > 0"
+        )
+    return weights
 
 
 def randn_like(t: Tensor, dtype=None) -> Tensor:

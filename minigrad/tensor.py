@@ -323,7 +323,31 @@ class Tensor:
     def __itruediv__(self, other):
         return self._in_place("divide", other)
 
-    _OUT_OF_PLACE = {"add": "__add__", "subtract": "__sub__", "multiply": "__mul__"}
+    # x.add_(y), x.sub_(y), x.mul_(y), x.div_(y): PyTorch's in-place methods. Unlike the
+    # operators they never fall back to a new tensor: they change self, or raise.
+
+    def add_(self, other, alpha=1) -> Tensor:
+        """self += alpha * other, in place; returns self."""
+        return self._in_place_method("add", other, "add_", alpha)
+
+    def sub_(self, other, alpha=1) -> Tensor:
+        """self -= alpha * other, in place; returns self."""
+        return self._in_place_method("subtract", other, "sub_", alpha)
+
+    def mul_(self, other) -> Tensor:
+        """self *= other, in place; returns self."""
+        return self._in_place_method("multiply", other, "mul_")
+
+    def div_(self, other) -> Tensor:
+        """self /= other, in place; returns self."""
+        return self._in_place_method("divide", other, "div_")
+
+    _OUT_OF_PLACE = {
+        "add": "__add__",
+        "subtract": "__sub__",
+        "multiply": "__mul__",
+        "divide": "__truediv__",
+    }
     _SYMBOLS = {"add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/="}
 
     def _in_place(self, ufunc_name: str, other):
@@ -334,18 +358,46 @@ class Tensor:
         result as a new node of the graph, as ``x = x + y`` would."""
         symbol = Tensor._SYMBOLS[ufunc_name]
         other = self._operand(other)
+        if self._records_graph_with(other, symbol):
+            return getattr(self, Tensor._OUT_OF_PLACE[ufunc_name])(other)
+        return self._write_in_place(ufunc_name, _raw(other), symbol)
+
+    def _in_place_method(self, ufunc_name: str, other, name: str, alpha=1) -> Tensor:
+        """add_, sub_, mul_, div_: as ``_in_place``, but where the operator would give a new
+        node of the graph, raise: minigrad does not record in-place ops in the graph."""
+        other = self._operand(other)
+        if self._records_graph_with(other, name):
+            reason = (
+                f"the tensor (shape {self.shape}) was made by {self.grad_fn.name} in the graph"
+                if self.grad_fn is not None
+                else "the other operand requires grad"
+            )
+            symbol = Tensor._SYMBOLS[ufunc_name][0]
+            raise RuntimeError(
+                f"{name}: minigrad does not record in-place ops in the graph, and {reason}; "
+                f"use the out-of-place op (x = x {symbol} y), or `with mg.no_grad():` if no "
+                "gradient should flow through this update"
+            )
+        value = _raw(other) if alpha == 1 else _raw(other) * alpha
+        return self._write_in_place(ufunc_name, value, name)
+
+    def _records_graph_with(self, other, symbol: str) -> bool:
+        """Whether ``self <op> other`` would be recorded in the graph (grad mode on and one
+        of them requires grad). Raises for a leaf that requires grad: it may not change."""
         other_requires_grad = isinstance(other, Tensor) and other._requires_grad
-        if _grad_enabled() and (self._requires_grad or other_requires_grad):
-            if self._requires_grad and self.grad_fn is None:
-                raise RuntimeError(
-                    f"a leaf tensor that requires grad (shape {self.shape}) is used in an "
-                    f"in-place operation ({symbol}); update it under `with mg.no_grad():`, "
-                    "as an optimizer does"
-                )
-            out_of_place = Tensor._OUT_OF_PLACE.get(ufunc_name, "__truediv__")
-            return getattr(self, out_of_place)(other)
+        if not (_grad_enabled() and (self._requires_grad or other_requires_grad)):
+            return False
+        if self._requires_grad and self.grad_fn is None:
+            raise RuntimeError(
+                f"a leaf tensor that requires grad (shape {self.shape}) is used in an "
+                f"in-place operation ({symbol}); update it under `with mg.no_grad():`, "
+                "as an optimizer does"
+            )
+        return True
+
+    def _write_in_place(self, ufunc_name: str, value, symbol: str) -> Tensor:
+        """data <op>= value (an array or a number) into self's own array: same shape, dtype."""
         data = self.data
-        value = other.data if isinstance(other, Tensor) else other
         result_shape = np.broadcast_shapes(data.shape, np.shape(value))
         if result_shape != data.shape:
             raise ShapeError(
@@ -541,6 +593,18 @@ class Tensor:
     def matmul(self, other):
         return _ops.matmul(self, other)
 
+    def clone(self):
+        """A copy in new memory, still in the graph: the gradient flows back unchanged."""
+        return _ops.clone(self)
+
+    def tril(self, diagonal: int = 0):
+        """The lower triangle of the last two dims; see ``mg.tril``."""
+        return _ops.tril(self, diagonal)
+
+    def triu(self, diagonal: int = 0):
+        """The upper triangle of the last two dims; see ``mg.triu``."""
+        return _ops.triu(self, diagonal)
+
     # -- non-differentiable helpers --------------------------------------------------------
 
     def argmax(self, dim=None, keepdim=False):
@@ -610,6 +674,11 @@ class Tensor:
         """The L2 norm as a Python float (no graph)."""
         flat = self.data.reshape(-1)
         return float(backend.array_module(flat).sqrt((flat.astype(np.float64) ** 2).sum()))
+
+
+def _raw(value):
+    """A Tensor's array, or a Python number as it is."""
+    return value.data if isinstance(value, Tensor) else value
 
 
 def _as_array(value, like):

@@ -10,6 +10,7 @@ attention.py    MultiHeadAttention      transformer.py TransformerBlock
 rnn.py          RNN, LSTM               init.py        initialisers
 utils.py        clip_grad_norm_         functional.py  F: the functions behind the layers
 parallel.py     DataParallel: half the batch on each of two threads
+loss.py         CrossEntropyLoss, MSELoss
 """
 
 from minigrad.nn import functional, init, utils
@@ -20,6 +21,7 @@ from minigrad.nn.dropout import Dropout
 from minigrad.nn.embedding import Embedding
 from minigrad.nn.feedforward import FeedForward
 from minigrad.nn.linear import Linear
+from minigrad.nn.loss import CrossEntropyLoss, MSELoss
 from minigrad.nn.module import Module, ModuleCall
 from minigrad.nn.normalization import LayerNorm
 from minigrad.nn.parallel import DataParallel
@@ -29,9 +31,8 @@ from minigrad.nn.rnn import LSTM, RNN
 from minigrad.nn.transformer import TransformerBlock
 
 __all__ = [
-    "DataParallel", "Dropout", "Embedding", "LSTM", "RNN", "FeedForward", "GELU", "Identity",
-    "LayerNorm", "Linear",
-    "Module", "ModuleCall", "ModuleList", "MultiHeadAttention", "Parameter",
-    "PositionalEncoding", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh",
-    "TransformerBlock", "functional", "init", "utils",
+    "CrossEntropyLoss", "DataParallel", "Dropout", "Embedding", "LSTM", "RNN", "FeedForward",
+    "GELU", "Identity", "LayerNorm", "Linear", "MSELoss", "Module", "ModuleCall", "ModuleList",
+    "MultiHeadAttention", "Parameter", "PositionalEncoding", "ReLU", "Sequential", "Sigmoid",
+    "Softmax", "Tanh", "TransformerBlock", "functional", "init", "utils",
 ]  # fmt: skip

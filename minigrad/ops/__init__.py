@@ -10,12 +10,13 @@ activation    softmax, log_softmax, gelu (fused)
 normalization layer_norm (fused)
 loss          cross_entropy (fused), mse_loss
 embedding     embedding, dropout
-conversion    dtype and device changes
+conversion    dtype and device changes, clone
+triangle      tril, triu
 """
 
 from minigrad.ops.activation import gelu, log_softmax, softmax
 from minigrad.ops.arithmetic import add, div, mul, neg, pow, sub
-from minigrad.ops.conversion import MaxResult, cast, to_device
+from minigrad.ops.conversion import MaxResult, cast, clone, to_device
 from minigrad.ops.embedding import dropout, embedding
 from minigrad.ops.indexing import _raw_index as raw_index
 from minigrad.ops.indexing import (
@@ -42,13 +43,14 @@ from minigrad.ops.shape import (
     transpose,
     unsqueeze,
 )
+from minigrad.ops.triangle import tril, triu
 from minigrad.ops.unary import abs, clamp, exp, log, relu, sigmoid, sqrt, tanh
 
 __all__ = [
-    "abs", "add", "amax", "broadcast_to", "cast", "cat", "chunk", "clamp", "cross_entropy",
-    "div", "dropout", "embedding", "exp", "flatten", "gelu", "getitem", "layer_norm",
-    "linear", "log", "log_softmax", "masked_fill", "matmul", "MaxResult", "mean", "mse_loss",
-    "mul", "neg", "permute", "pow", "raw_index", "relu", "reshape", "shape_arg", "sigmoid",
-    "softmax", "split", "sqrt", "squeeze", "stack", "sub", "sum", "sum_to", "tanh",
-    "to_device", "transpose", "unsqueeze", "var", "where",
+    "abs", "add", "amax", "broadcast_to", "cast", "cat", "chunk", "clamp", "clone",
+    "cross_entropy", "div", "dropout", "embedding", "exp", "flatten", "gelu", "getitem",
+    "layer_norm", "linear", "log", "log_softmax", "masked_fill", "matmul", "MaxResult", "mean",
+    "mse_loss", "mul", "neg", "permute", "pow", "raw_index", "relu", "reshape", "shape_arg",
+    "sigmoid", "softmax", "split", "sqrt", "squeeze", "stack", "sub", "sum", "sum_to", "tanh",
+    "to_device", "transpose", "tril", "triu", "unsqueeze", "var", "where",
 ]  # fmt: skip

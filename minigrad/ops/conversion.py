@@ -1,4 +1,5 @@
-"""Changing dtype or device, differentiably: the gradient goes back the way it came."""
+"""Changing dtype or device, or copying, differentiably: the gradient goes back the way it
+came."""
 
 from __future__ import annotations
 
@@ -31,6 +32,23 @@ class ToDevice(Function):
     @staticmethod
     def backward(ctx, grad):
         return to_device(grad, ctx.input_device), None
+
+
+class Clone(Function):
+    # y = a copy of x in new memory;  dL/dx = g
+    @staticmethod
+    def forward(ctx, x):
+        return x.copy()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def clone(x):
+    """A copy of ``x`` that owns its memory (writing to it leaves x alone), still in the
+    graph: the gradient flows back to x unchanged."""
+    return Clone.apply(x)
 
 
 def cast(x, dtype):
