@@ -101,6 +101,27 @@ def test_blas_runs_on_one_thread_until_set_num_threads_1(two_threads):
         assert _blas_threads() == {2}
 
 
+def test_gil_hand_offs_are_short_until_set_num_threads_1(two_threads):
+    """While the helper works, CPython forces a GIL switch after HANDOFF_SWITCH_INTERVAL, not
+    its default 5 ms; set_num_threads(1) puts the user's interval back."""
+    if not two_threads.spins:
+        pytest.skip("no pthread spin locks in this C library")
+    import sys
+
+    mg.set_num_threads(1)  # a fresh start
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.005)
+        mg.set_num_threads(2)
+        two_threads.run(lambda: None, lambda: None)  # wakes the helper
+        assert sys.getswitchinterval() == pytest.approx(threads.HANDOFF_SWITCH_INTERVAL)
+        mg.set_num_threads(1)
+        assert sys.getswitchinterval() == pytest.approx(0.005)
+    finally:
+        mg.set_num_threads(2)
+        sys.setswitchinterval(before)
+
+
 def test_set_num_threads_turns_the_helper_off_and_on(two_threads):
     mg.set_num_threads(1)
     assert mg.get_num_threads() == 1 and threads.helper() is None
