@@ -366,20 +366,24 @@ class Tensor:
         """add_, sub_, mul_, div_: as ``_in_place``, but where the operator would give a new
         node of the graph, raise: minigrad does not record in-place ops in the graph."""
         other = self._operand(other)
+        self._refuse_in_graph(other, name, f"x = x {Tensor._SYMBOLS[ufunc_name][0]} y")
+        value = _raw(other) if alpha == 1 else _raw(other) * alpha
+        return self._write_in_place(ufunc_name, value, name)
+
+    def _refuse_in_graph(self, other, name: str, instead: str) -> None:
+        """Raise where ``name`` (an in-place method) would change a tensor that the graph
+        records through, self or ``other``: minigrad does not record in-place ops."""
         if self._records_graph_with(other, name):
             reason = (
                 f"the tensor (shape {self.shape}) was made by {self.grad_fn.name} in the graph"
                 if self.grad_fn is not None
                 else "the other operand requires grad"
             )
-            symbol = Tensor._SYMBOLS[ufunc_name][0]
             raise RuntimeError(
                 f"{name}: minigrad does not record in-place ops in the graph, and {reason}; "
-                f"use the out-of-place op (x = x {symbol} y), or `with mg.no_grad():` if no "
+                f"use the out-of-place op ({instead}), or `with mg.no_grad():` if no "
                 "gradient should flow through this update"
             )
-        value = _raw(other) if alpha == 1 else _raw(other) * alpha
-        return self._write_in_place(ufunc_name, value, name)
 
     def _records_graph_with(self, other, symbol: str) -> bool:
         """Whether ``self <op> other`` would be recorded in the graph (grad mode on and one
@@ -623,15 +627,22 @@ class Tensor:
         return Tensor._make(_as_array(self.data.all(), self.data))
 
     def zero_(self):
+        """Set every value to 0, in place (as add_ and the others: not on a tensor that the
+        graph records through while grad mode is on)."""
+        self._refuse_in_graph(None, "zero_", "mg.zeros_like(x)")
         self.data[...] = 0
         return self
 
     def fill_(self, value):
-        self.data[...] = value
+        """Set every value to ``value``, in place (see zero_)."""
+        self._refuse_in_graph(value, "fill_", "mg.full_like(x, value)")
+        self.data[...] = value.data if isinstance(value, Tensor) else value
         return self
 
     def copy_(self, other):
-        """Overwrite the values in place (no graph), from a Tensor, array or number."""
+        """Overwrite the values in place (no graph), from a Tensor, array or number (see
+        zero_)."""
+        self._refuse_in_graph(other, "copy_", "other.clone()")
         other = other.data if isinstance(other, Tensor) else other
         if hasattr(other, "shape"):
             other = backend.to_device(other, self.device)

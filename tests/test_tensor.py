@@ -197,6 +197,20 @@ def test_in_place_operators_with_grad_on(device):
     assert plain is same and plain.tolist() == [1.0, 1.0, 1.0]
 
 
+def test_zero_fill_copy_refuse_a_tensor_the_graph_records_through(device):
+    w = mg.ones(3, device=device, requires_grad=True)
+    for change in (w.zero_, lambda: w.fill_(2.0), lambda: w.copy_(mg.zeros(3, device=device))):
+        with pytest.raises(RuntimeError, match="leaf tensor that requires grad"):
+            change()
+    with pytest.raises(RuntimeError, match="zero_: minigrad does not record in-place ops"):
+        (w * 2.0).zero_()
+    with mg.no_grad():  # as an optimizer or an init function does
+        w.fill_(mg.tensor(3.0, device=device))
+        assert w.tolist() == [3.0, 3.0, 3.0]
+        w.zero_()
+    assert w.tolist() == [0.0, 0.0, 0.0] and w.requires_grad
+
+
 def test_leaf_gradients_are_each_leafs_own(device):
     """As PyTorch's: changing one leaf's .grad in place changes nothing else, even where
     the engine got one array for several (Add's two inputs, a sum's broadcast view)."""
