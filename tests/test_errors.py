@@ -111,6 +111,8 @@ def test_cross_entropy_bad_target_shape_dtype_and_reduction(device):
         ops.cross_entropy(logits, mg.zeros(4, device=device))
     with raises(ValueError, "cross_entropy: reduction must be mean, sum or none"):
         ops.cross_entropy(logits, mg.tensor([0, 1, 2, 0], device=device), reduction="avg")
+    with raises(ValueError, "mse_loss: reduction must be mean, sum or none"):  # (was: mean)
+        ops.mse_loss(logits, logits, reduction="avg")
 
 
 # -- index and dim out of range ----------------------------------------------------------------

@@ -5,15 +5,8 @@ from __future__ import annotations
 
 from minigrad import ops
 from minigrad.nn.module import Module
+from minigrad.ops.loss import check_reduction
 from minigrad.tensor import Tensor
-
-_REDUCTIONS = ("mean", "sum", "none")
-
-
-def _check_reduction(layer: str, reduction: str) -> str:
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{layer}: reduction must be mean, sum or none, got {reduction!r}")
-    return reduction
 
 
 class CrossEntropyLoss(Module):
@@ -27,7 +20,7 @@ class CrossEntropyLoss(Module):
     def __init__(self, ignore_index: int = -100, reduction: str = "mean"):
         super().__init__()
         self.ignore_index = ignore_index
-        self.reduction = _check_reduction("CrossEntropyLoss", reduction)
+        self.reduction = check_reduction("CrossEntropyLoss", reduction)
 
     def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002  (PyTorch's name)
         return ops.cross_entropy(input, target, self.ignore_index, self.reduction)
@@ -42,7 +35,7 @@ class MSELoss(Module):
 
     def __init__(self, reduction: str = "mean"):
         super().__init__()
-        self.reduction = _check_reduction("MSELoss", reduction)
+        self.reduction = check_reduction("MSELoss", reduction)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
         return ops.mse_loss(input, target, self.reduction)

@@ -119,8 +119,7 @@ def cross_entropy(logits, target, ignore_index: int = -100, reduction: str = "me
 
     As in PyTorch the class dim is dim 1 (dim 0 for a single (C,) row).
     """
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"cross_entropy: reduction must be mean, sum or none, got {reduction!r}")
+    check_reduction("cross_entropy", reduction)
     target = logits.as_index(target)
     if target.dtype.kind not in "iu":
         raise TypeError(
@@ -150,7 +149,15 @@ def cross_entropy(logits, target, ignore_index: int = -100, reduction: str = "me
 
 def mse_loss(input, target, reduction: str = "mean"):  # noqa: A002  (PyTorch's name)
     """Mean squared error: mean((input - target)^2)."""
+    check_reduction("mse_loss", reduction)
     squared = (input - target) ** 2
     if reduction == "none":
         return squared
     return squared.sum() if reduction == "sum" else squared.mean()
+
+
+def check_reduction(op: str, reduction: str) -> str:
+    """``reduction`` if it is one a loss knows (mean, sum, none), else an error naming ``op``."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{op}: reduction must be mean, sum or none, got {reduction!r}")
+    return reduction
