@@ -36,9 +36,9 @@ And where the other thread never lets go of the GIL for long enough for a sleepe
 helper gets it only when CPython forces a switch, after ``sys.getswitchinterval()``: 5 ms by
 default. A helper behind on its queue then stays behind, one task per forced switch, until
 the caller waits for it: right after a pause long enough to park the helper, the second and
-third steps of a toy GPT (d=64, T=16) took 25 and 18 ms against 2.5. So while the helper is
-awake, the switch interval is HANDOFF_SWITCH_INTERVAL (set again at each wake, as BLAS's
-thread count; ``set_num_threads(1)`` puts back what it was): the same steps take 2.6 ms.
+third steps of a toy GPT (d=64, T=16) took 25 and 18 ms against 2.5. So from the helper's
+first task on, the switch interval is HANDOFF_SWITCH_INTERVAL (set again at each wake, as
+BLAS's thread count; ``set_num_threads(1)`` puts back what it was): the same steps take 2.6 ms.
 
 A task can also be *posted*: queued on the helper without waiting for it (``post``), where
 the caller has no use for the result until later; ``finish_posted`` waits for all of them.

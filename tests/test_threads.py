@@ -102,8 +102,9 @@ def test_blas_runs_on_one_thread_until_set_num_threads_1(two_threads):
 
 
 def test_gil_hand_offs_are_short_until_set_num_threads_1(two_threads):
-    """While the helper works, CPython forces a GIL switch after HANDOFF_SWITCH_INTERVAL, not
-    its default 5 ms; set_num_threads(1) puts the user's interval back."""
+    """From the helper's first task on, CPython forces a GIL switch after
+    HANDOFF_SWITCH_INTERVAL, not its default 5 ms; set_num_threads(1) puts the user's
+    interval back."""
     if not two_threads.spins:
         pytest.skip("no pthread spin locks in this C library")
     import sys
