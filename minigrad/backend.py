@@ -153,9 +153,6 @@ def index_range(a) -> tuple[int, int]:
     return int(a.min()), int(a.max())
 
 
-BLAS_MIN_SIZE = 1 << 12  # from this many values on, (1, ..., 1) @ a beats a column reduction
-
-
 def row_means(a):
     """a.mean(axis=-1, keepdims=True): the mean of each row (along the last axis). On a
     float NumPy array, as the matrix product a @ (1/n, ..., 1/n)^T: BLAS runs it at memory
@@ -185,8 +182,17 @@ def _rows_times(a, weight: float):
     n = a.shape[-1]
     column = _constant_column(n, weight, a.dtype)
     if a.ndim == 2:
-        return a @ column
-    return (a.reshape(-1, n) @ column).reshape(a.shape[:-1] + (1,))
+        return a.dot(column)
+    return a.reshape(-1, n).dot(column).reshape(a.shape[:-1] + (1,))
+
+
+@functools.lru_cache(maxsize=64)
+def _constant_row(n: int, dtype) -> np.ndarray:
+    """A row of n ones, made once per (n, dtype) and read-only: (1, ..., 1) @ a sums the
+    columns of a."""
+    row = np.ones(n, dtype)
+    row.flags.writeable = False
+    return row
 
 
 @functools.lru_cache(maxsize=64)
@@ -198,14 +204,19 @@ def _constant_column(n: int, value: float, dtype) -> np.ndarray:
 
 
 def column_sums(a, out=None):
-    """a.sum(axis=0) of a matrix, into ``out`` where given. On a big NumPy one, as
-    (1, ..., 1) @ a (see row_means): 2.3-3.4x NumPy's reduction down the columns, and summed
-    by BLAS in blocks rather than row after row."""
+    """a.sum(axis=0) of a matrix, into ``out`` where given. On a float NumPy one, as
+    (1, ..., 1) @ a (see row_means): 2.3-3.4x NumPy's reduction down the columns of a big
+    one, summed by BLAS in blocks rather than row after row; 0.25 against 0.85 us at 8x8."""
     if type(a) is np.ndarray:
-        if a.size >= BLAS_MIN_SIZE and a.dtype.kind == "f":
-            return np.matmul(_constant_column(a.shape[0], 1.0, a.dtype)[:, 0], a, out=out)
+        # (ndarray.dot writes only into a C-ordered ``out`` of the product's own dtype)
+        if a.dtype.kind == "f" and (out is None or _fits_dot(out, a.dtype)):
+            return _constant_row(a.shape[0], a.dtype).dot(a, out=out)
         return np.add.reduce(a, axis=0, out=out)
     return a.sum(axis=0, out=out)
+
+
+def _fits_dot(out, dtype) -> bool:
+    return out.dtype == dtype and out.flags.c_contiguous
 
 
 def sum_of_products(a, b, axes: tuple, out=None):
@@ -451,11 +462,27 @@ def matmul(a, b, add=None, out=None):
     return out
 
 
+def matrix_product(a, b, out=None):
+    """a @ b, into ``out`` where given. Two NumPy arrays of one or two dims go through
+    ``ndarray.dot``: the same BLAS product, without the dispatch of matmul's generalized
+    ufunc, which costs more than the product of small matrices (8x8 @ 8x8: 0.33 against
+    0.81 us; 8x8 @ 8x1: 0.28 against 0.74; 2048x128 @ 128x128: the same 0.30 ms)."""
+    if (
+        type(a) is np.ndarray
+        and type(b) is np.ndarray
+        and 0 < a.ndim <= 2
+        and 0 < b.ndim <= 2
+        and (out is None or a.dtype == b.dtype and _fits_dot(out, a.dtype))
+    ):
+        return a.dot(b, out=out)
+    # (without ``out``, the operator: some CuPy versions take ``cupy.matmul`` through a
+    # generic wrapper that costs more than the product of small matrices)
+    return a @ b if out is None else array_module(a).matmul(a, b, out=out)
+
+
 def _product(a, b, add, out):
-    """a @ b, plus ``add`` where given, into ``out`` (a new array where None). Without
-    ``out``, the operator: some CuPy versions take ``cupy.matmul`` through a generic
-    wrapper that costs more than the product of small matrices."""
-    out = a @ b if out is None else array_module(a).matmul(a, b, out=out)
+    """a @ b, plus ``add`` where given, into ``out`` (a new array where None)."""
+    out = matrix_product(a, b, out)
     if add is not None:
         out += add
     return out

@@ -125,8 +125,7 @@ TARGET = np.array([0, 4, 2, 2])
 TARGET_IGNORED = np.array([0, -100, 2, -1])
 W, B = RNG.standard_normal((6, 5)), RNG.standard_normal(6)
 GAMMA, BETA = RNG.standard_normal(5), RNG.standard_normal(5)
-# big enough for the BLAS row and column sums (backend.BLAS_MIN_SIZE) and, for softmax,
-# for the two halves (backend.PARALLEL_MIN_SIZE)
+# big enough for softmax's two halves (backend.PARALLEL_MIN_SIZE)
 X_BIG = RNG.standard_normal((8, 64, 256)) * 3
 X_ROWS = RNG.standard_normal((256, 4, 8))
 GAMMA_BIG, BETA_BIG = RNG.standard_normal(256), RNG.standard_normal(256)

@@ -42,9 +42,8 @@ class Softmax(Function):
     @staticmethod
     def forward(ctx, x, dim):
         ctx.dim = dim
-        xp = xp_of(x)
-        y = xp.empty(x.shape, dtype=x.dtype)
-        _by_rows(dim, _softmax_into, xp.asarray(x), y)
+        y = xp_of(x).empty(x.shape, dtype=x.dtype)
+        _by_rows(dim, _softmax_into, x, y)
         ctx.save_for_backward(y)
         return y
 
@@ -79,15 +78,15 @@ def _softmax_into(x, y, dim):
     half, on two threads) is redone with the shift.
     """
     xp = xp_of(x)
-    if x.size == 0:  # nothing to write (and an empty row has no max)
-        return
-    if xp is np and x.size >= NO_SHIFT_MIN_SIZE and x.dtype in (np.float32, np.float64):
+    if x.size >= NO_SHIFT_MIN_SIZE and xp is np and x.dtype in (np.float32, np.float64):
         with ignore_overflow(x):
             np.exp(x, out=y)
         sums = _sums_along(y, dim)
         if np.minimum.reduce(sums, axis=None) >= NO_SHIFT_FLOOR and np.isfinite(sums).all():
             y /= sums
             return
+    if x.size == 0:  # nothing to write (and an empty row has no max)
+        return
     xp.subtract(x, reduce_max(x, dim, keepdims=True), out=y)
     xp.exp(y, out=y)
     y /= _sums_along(y, dim)
