@@ -94,7 +94,7 @@ class Tensor:
 
     @property
     def shape(self) -> tuple:
-        return tuple(self._data.shape)
+        return self._data.shape  # (a tuple, in NumPy and CuPy alike)
 
     @property
     def ndim(self) -> int:
@@ -666,7 +666,7 @@ class Tensor:
     def as_index(self, value) -> Tensor:
         """Integer indices (Tensor, array or list) as a Tensor on self's device."""
         if isinstance(value, Tensor):
-            if type(value.data) is not type(self.data) and value.device != self.device:
+            if type(value._data) is not type(self._data) and value.device != self.device:
                 raise _device_error(self, value)
             return value
         array = backend.array_module(self.data).asarray(value)

@@ -203,20 +203,44 @@ def test_fused_op_matches_its_twin(name, dtype, rtol, device):
 
 
 @pytest.mark.parametrize("dtype, rtol", [(mg.float64, 1e-12), (mg.float32, 1e-6)])
-def test_layer_norm_with_a_frozen_weight(dtype, rtol, device):
+@pytest.mark.parametrize("rows", [X_BIG, X_BIG[:1, :8]])  # the general path and the small one
+def test_layer_norm_with_a_frozen_weight(rows, dtype, rtol, device):
     # gamma without requires_grad: no dL/dgamma (its g * xhat is skipped on the GPU), and
     # the same dL/dx and dL/dbeta as with a trainable gamma
     grads = []
     for trainable in (True, False):
-        x = mg.tensor(X_BIG, dtype=dtype, device=device, requires_grad=True)
+        x = mg.tensor(rows, dtype=dtype, device=device, requires_grad=True)
         weight = mg.tensor(GAMMA_BIG, dtype=dtype, device=device, requires_grad=trainable)
         bias = mg.tensor(BETA_BIG, dtype=dtype, device=device, requires_grad=True)
         out = ops.layer_norm(x, (256,), weight, bias)
-        out.backward(mg.tensor(X_BIG[::-1].copy(), dtype=dtype, device=device))
+        out.backward(mg.tensor(rows[::-1].copy(), dtype=dtype, device=device))
         assert (weight.grad is not None) == trainable
         grads.append((x.grad.numpy(), bias.grad.numpy()))
     for trained, frozen in zip(*grads):
         np.testing.assert_allclose(frozen, trained, rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 2e-6)])
+@pytest.mark.parametrize("shape", [(8, 8), (96, 32), (4, 256)])
+def test_layer_norm_small_path_computes_what_the_general_one_does(shape, dtype, rtol):
+    # the small NumPy matrices' path (operands spread out) against the general one
+    from minigrad.ops import normalization
+
+    rng = np.random.default_rng(1)
+    x, grad = (rng.standard_normal(shape).astype(dtype) * 3 + 1 for _ in range(2))
+    weight, bias = (rng.standard_normal(shape[1]).astype(dtype) for _ in range(2))
+    assert normalization._is_small(x, weight, bias)
+    small = normalization._normalize_small(x, weight, bias, 1e-5)
+    general = normalization._normalize_rows(x, weight, bias, 1e-5)
+    for got, want in zip(small, general):
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+    _, rstd, _ = general
+    xhat = general[0]
+    grad_x, grad_w, grad_b = normalization._grads_small(grad, xhat, rstd, weight)
+    want_x = normalization._input_grad(grad, xhat, rstd, weight, grad * xhat)
+    np.testing.assert_allclose(grad_x, want_x, rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(grad_w, (grad * xhat).sum(axis=0), rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(grad_b, grad.sum(axis=0), rtol=rtol, atol=rtol)
 
 
 # -- numerical stability -----------------------------------------------------------------------

@@ -136,7 +136,8 @@ def _finish_leaf(leaf, grad, claimed, lock=None) -> None:
     if not modes.grad_enabled:
         grad = _owned(grad.detach() if grad.grad_fn is not None else grad, claimed)
     if lock is None:
-        leaf.grad = _accumulate(leaf.grad, grad)
+        current = leaf.grad
+        leaf.grad = grad if current is None else _accumulate(current, grad)
         return
     with lock:  # read, add and write .grad as one step
         leaf.grad = _accumulate(leaf.grad, grad)

@@ -160,9 +160,11 @@ class Function:
         # (not in backward, where grad mode is off: each op's result is read at once there,
         # and waiting for it would wait for the weight gradients queued before it too)
         streams = cls.streams and modes.grad_enabled
+        if backend._posted_writes and not streams:
+            backend.finish_stream()  # (as Tensor.data would: the inputs read finished)
         for arg in args:
             if isinstance(arg, Tensor):
-                data = arg._data if streams else arg.data  # .data waits for an open stream
+                data = arg._data
                 if array_type is None:
                     array_type, first_array = type(data), data
                 elif type(data) is not array_type:
@@ -205,7 +207,7 @@ class Function:
             return Tensor._make(output)
 
         out = Tensor._make(output, True, ctx, 0)
-        _record(ctx, cls, args, needs_grad, (out,))
+        _record(ctx, cls, args, needs_grad, (weakref.ref(out),))
         return out
 
 
@@ -223,16 +225,17 @@ def _wrap_outputs(cls, ctx, args, raw, output, needs_grad):
     outs = tuple(Tensor._make(a, True, ctx, i) for i, a in enumerate(arrays))
     # for zeros in place of the gradient of an output that was dropped unused
     ctx.output_specs = tuple((a.shape, a.dtype, array_module(a)) for a in arrays)
-    _record(ctx, cls, args, needs_grad, outs)
+    _record(ctx, cls, args, needs_grad, tuple([weakref.ref(out) for out in outs]))
     return outs
 
 
-def _record(ctx, cls, args, needs_grad, outs) -> None:
-    """Make ``ctx`` the graph node of this call: the op, its inputs, its outputs."""
+def _record(ctx, cls, args, needs_grad, output_refs) -> None:
+    """Make ``ctx`` the graph node of this call: the op, its inputs, (weak references to) its
+    outputs."""
     ctx.function = cls
     ctx.inputs = args
     ctx.needs_input_grad = tuple(needs_grad)
-    ctx.outputs = tuple([weakref.ref(out) for out in outs])
+    ctx.outputs = output_refs
     ctx.seq = _NodeCounter.next
     _NodeCounter.next += 1
 

@@ -46,6 +46,7 @@ same run without DataParallel.
 from __future__ import annotations
 
 import threading
+import weakref
 
 from minigrad import ops, rng, threads
 from minigrad.autograd.engine import run_backward
@@ -150,7 +151,8 @@ def _forward_in_halves(module, inputs, tensors, dim):
     grad_outputs = [t for t, keep in zip(tensor_outputs, differentiable) if keep]
     ctx.output_specs = tuple((t.shape, t.dtype, array_module(t.data)) for t in grad_outputs)
     needs_grad = [t.requires_grad for t in tensors] + [True] * len(parameters)
-    _record(ctx, DataParallelCall, (*tensors, *parameters), needs_grad, grad_outputs)
+    output_refs = tuple([weakref.ref(t) for t in grad_outputs])
+    _record(ctx, DataParallelCall, (*tensors, *parameters), needs_grad, output_refs)
     # the node is the model's call as well (as if the model had made it): minigrad.viz names
     # the parameters after the model, also once a temporary DataParallel wrapper is gone
     _record_call(module, grad_outputs, ctx.seq, ctx.seq + 1)

@@ -11,7 +11,7 @@ import math
 
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
-from minigrad.backend import index_range, reduce_max, reduce_sum
+from minigrad.backend import index_range, reduce_max, row_sums
 from minigrad.errors import OutOfRangeError, ShapeError
 from minigrad.ops._helpers import xp_of
 from minigrad.tensor import Tensor
@@ -46,27 +46,28 @@ class CrossEntropy(Function):
         picked += safe_target  # i * C + t_i
         target_shifted = shifted.reshape(-1).take(picked)  # x_i[t_i] - m_i
         exps = xp.exp(shifted, out=shifted)  # e^(x - m), kept: softmax(x) = exps / row sums
-        sums = reduce_sum(exps, 1)
-        losses = target_shifted - xp.log(sums)  # log p of the target: -loss_i
+        sums = row_sums(exps, keepdims=False)
+        log_p = target_shifted - xp.log(sums)  # log p of the target: -loss_i
         if counted is not None:
-            losses *= counted
+            log_p *= counted
         ctx.reduction = reduction
-        ctx.save_for_backward(logits, exps, sums, picked, counted)
+        ctx.save_for_backward(logits, exps, sums, picked, counted, log_p)
         if reduction == "none":
-            return xp.negative(losses, out=losses)
+            return xp.negative(log_p)
         # -sum, or -sum / count (nan when no row counts, as in PyTorch): one product with a
         # Python float, which keeps the float32 dtype
+        total = row_sums(log_p, keepdims=False)  # sum of log p over the rows
         if reduction == "sum":
-            return reduce_sum(losses, 0) * -1.0
-        return reduce_sum(losses, 0) * (-1.0 / ctx.count if ctx.count else math.nan)
+            return total * -1.0
+        return total * (-1.0 / ctx.count if ctx.count else math.nan)
 
     @staticmethod
     def backward(ctx, grad):
         if not is_grad_enabled():
-            _, exps, sums, picked, counted = ctx.saved_arrays
+            _, exps, sums, picked, counted, log_p = ctx.saved_arrays
             probs = exps / sums[:, None]  # softmax(x)
-            return _backward_on_arrays(ctx, grad.data, probs, picked, counted)
-        logits, exps, sums, picked, counted = ctx.saved_tensors
+            return _backward_on_arrays(ctx, grad.data, probs, picked, counted, log_p)
+        logits, _, _, picked, counted, _ = ctx.saved_tensors
         xp = xp_of(logits.data)
         counted = None if counted is None else counted.data  # None: every row counts
         probs = logits.softmax(dim=1)  # create_graph: softmax of the logits, differentiably
@@ -86,15 +87,18 @@ class CrossEntropy(Function):
         return (probs - type(logits)._make(onehot)) * row_weight, None, None, None
 
 
-def _backward_on_arrays(ctx, grad, probs, picked, counted):
+def _backward_on_arrays(ctx, grad, probs, picked, counted, log_p):
     """CrossEntropy.backward's formula on raw arrays, in place on ``probs`` (softmax(x), a
     new array): the fast path outside create_graph (the Tensor version above is its plain
-    twin). ``counted`` is None when every row counts."""
+    twin). ``counted`` is None when every row counts. At the targets, p - 1 is written as
+    expm1(log p), from the forward's log p: exact where p is near 1, and one write."""
     xp = xp_of(probs)
     grad_x = probs
-    grad_x.reshape(-1)[picked] -= 1  # softmax(x) - onehot(t)
+    grad_x.reshape(-1)[picked] = xp.expm1(log_p)  # softmax(x) - onehot(t)
     if ctx.reduction != "none" and counted is None:
-        grad_x *= grad if ctx.reduction == "sum" else grad * _mean_scale(ctx.count)
+        grad_x *= grad  # (a 0-d array: one product; times a Python float, below, is slower)
+        if ctx.reduction == "mean":
+            grad_x *= _mean_scale(ctx.count)
         return Tensor._make(grad_x), None, None, None
     if counted is None:
         counted = xp.ones(grad_x.shape[0], dtype=bool)
