@@ -153,6 +153,21 @@ def index_range(a) -> tuple[int, int]:
     return int(a.min()), int(a.max())
 
 
+# Up to this many values, an op on a NumPy array costs more in NumPy's per-call work than in
+# its passes over memory. Ops with a row or column operand (LayerNorm's mean, softmax's row
+# sums) then spread it out to the array's shape first, into a buffer, so that each
+# elementwise op runs NumPy's loop over whole arrays: at 8x8, 0.1 us to spread and 0.2 for
+# the op, against 0.75 us for the broadcasting loop, which pays per row (128x32: 0.7 + 0.5
+# against 1.4). Above it, the spread costs as much as it saves (2048x128: 47 against 44 us),
+# and those ops broadcast.
+SMALL_SIZE = 1 << 15
+
+
+def is_small(a) -> bool:
+    """Whether ``a`` is a NumPy array of at most SMALL_SIZE values."""
+    return type(a) is np.ndarray and a.size <= SMALL_SIZE
+
+
 def row_means(a):
     """a.mean(axis=-1, keepdims=True): the mean of each row (along the last axis). On a
     float NumPy array, as the matrix product a @ (1/n, ..., 1/n)^T: BLAS runs it at memory

@@ -279,6 +279,33 @@ def test_softmax_rows_with_and_without_the_max_shift(dtype, device):
     assert np.isnan(out[3, 5]).all() and out[6, 6, 0] == 1.0
 
 
+@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-15), (np.float32, 1e-7)])
+@pytest.mark.parametrize("shape", [(8, 8), (2, 4, 16, 16), (3, 700)])
+def test_softmax_small_path_computes_what_the_broadcasting_one_does(shape, dtype, rtol):
+    from minigrad import backend
+    from minigrad.ops import activation
+
+    rng = np.random.default_rng(2)
+    x, grad = (rng.standard_normal(shape).astype(dtype) * 4 for _ in range(2))
+    x.reshape(-1)[:3] = [-np.inf, 80.0, -80.0]  # a masked score, big ones
+    assert backend.is_small(x) and x.size < activation.NO_SHIFT_MIN_SIZE
+    results = []
+    for small in (True, False):
+        y, grad_x = np.empty_like(x), np.empty_like(x)
+        if small:
+            activation._softmax_into(x, y, x.ndim - 1)
+            activation._softmax_grad_into(grad, y, grad_x, x.ndim - 1)
+        else:  # the lines the small path replaces, as written for bigger arrays
+            np.subtract(x, x.max(axis=-1, keepdims=True), out=y)
+            np.exp(y, out=y)
+            y /= backend.row_sums(y)
+            np.subtract(grad, backend.sum_of_products(grad, y, (x.ndim - 1,)), out=grad_x)
+            grad_x *= y
+        results.append((y, grad_x))
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-30)
+
+
 def test_softmax_takes_the_row_max_only_where_needed(monkeypatch):
     from minigrad.ops import activation
 

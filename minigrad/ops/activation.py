@@ -22,6 +22,7 @@ from minigrad.backend import (
     ignore_overflow,
     in_two_halves,
     is_numpy,
+    is_small,
     normal_cdf,
     reduce_max,
     row_sums,
@@ -87,9 +88,25 @@ def _softmax_into(x, y, dim):
             return
     if x.size == 0:  # nothing to write (and an empty row has no max)
         return
+    if dim == x.ndim - 1 and is_small(x):
+        _softmax_small(x, y)
+        return
     xp.subtract(x, reduce_max(x, dim, keepdims=True), out=y)
     xp.exp(y, out=y)
     y /= _sums_along(y, dim)
+
+
+def _softmax_small(x, y):
+    """_softmax_into along the last axis of a small NumPy array (backend.SMALL_SIZE): the
+    row max and the row sums spread out along the rows before the op that takes them, so
+    that each runs NumPy's loop over whole arrays (8x8 forward and backward: about 1.6 us
+    less). tests/test_fused_twins.py holds it to the broadcasting lines above."""
+    y[...] = reduce_max(x, -1, keepdims=True)  # m
+    np.subtract(x, y, out=y)
+    np.exp(y, out=y)  # e^(x - m)
+    sums = np.empty_like(y)
+    sums[...] = row_sums(y)
+    y /= sums
 
 
 def _sums_along(y, dim):
@@ -97,9 +114,14 @@ def _sums_along(y, dim):
 
 
 def _softmax_grad_into(grad, y, grad_x, dim):
-    """grad_x = y * (g - sum(g * y)) along dim, written into grad_x."""
+    """grad_x = y * (g - sum(g * y)) along dim, written into grad_x (on a small NumPy array,
+    the sums spread out first, as in _softmax_small)."""
     xp = xp_of(y)
-    xp.subtract(grad, sum_of_products(grad, y, (dim,)), out=grad_x)
+    if dim == y.ndim - 1 and is_small(y):
+        grad_x[...] = sum_of_products(grad, y, (dim,))
+        xp.subtract(grad, grad_x, out=grad_x)
+    else:
+        xp.subtract(grad, sum_of_products(grad, y, (dim,)), out=grad_x)
     grad_x *= y
 
 

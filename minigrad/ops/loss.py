@@ -124,28 +124,27 @@ def cross_entropy(logits, target, ignore_index: int = -100, reduction: str = "me
     As in PyTorch the class dim is dim 1 (dim 0 for a single (C,) row).
     """
     check_reduction("cross_entropy", reduction)
-    target = logits.as_index(target)
+    target = logits.as_index(target).data
     if target.dtype.kind not in "iu":
         raise TypeError(
             f"cross_entropy: target must hold class indices (int64), got {target.dtype}"
         )
-    if logits.ndim == 1:
-        expected = ()
-    else:
-        expected = (logits.shape[0],) + logits.shape[2:]
+    shape = logits.shape
+    expected = shape[:1] + shape[2:] if len(shape) > 1 else ()  # the target's shape
     if target.shape != expected:
         raise ShapeError(
             f"cross_entropy: target of shape {target.shape} does not fit logits of shape "
-            f"{logits.shape} (expected target shape {expected})"
+            f"{shape} (expected target shape {expected})"
         )
-    if logits.ndim == 1:
-        rows = logits.reshape(1, -1)
-    elif logits.ndim == 2:
+    if len(shape) == 2:
         rows = logits
+    elif len(shape) == 1:
+        rows = logits.reshape(1, -1)
     else:  # (N, C, d1, ...) -> (N, d1, ..., C) -> (N * d1 * ..., C)
-        order = (0,) + tuple(range(2, logits.ndim)) + (1,)
-        rows = logits.permute(*order).reshape(-1, logits.shape[1])
-    loss = CrossEntropy.apply(rows, target.data.reshape(-1), ignore_index, reduction)
+        order = (0,) + tuple(range(2, len(shape))) + (1,)
+        rows = logits.permute(*order).reshape(-1, shape[1])
+    targets = target if target.ndim == 1 else target.reshape(-1)
+    loss = CrossEntropy.apply(rows, targets, ignore_index, reduction)
     if reduction == "none":
         return loss.reshape(expected)
     return loss

@@ -20,6 +20,7 @@ from minigrad.backend import (
     in_a_stream,
     in_two_halves,
     is_numpy,
+    is_small,
     ones_row,
     reshaped,
     row_means,
@@ -135,17 +136,14 @@ def _normalize_rows(x, weight, bias, eps, xhat=None, rstd=None, y=None):
     return xhat, rstd, y
 
 
-# Up to this many values, a NumPy LayerNorm with weight and bias of its dtype runs in
-# _normalize_small and _grads_small: at the sizes where NumPy's cost per call outweighs its
-# passes over memory (an 8x8 LayerNorm forward and backward: 16.4 against 23.4 us; 128x32:
-# 24.8 against 32.4; 2048x128, where spreading costs a pass: 495 against 464 us).
-SMALL_SIZE = 1 << 15
+# A small NumPy LayerNorm (backend.SMALL_SIZE) with weight and bias of its dtype runs in
+# _normalize_small and _grads_small: an 8x8 forward and backward 16.4 against 23.4 us;
+# 128x32, 24.8 against 32.4 (2048x128, not small: 495 against 464 us).
 
 
 def _is_small(x, weight, bias) -> bool:
     return (
-        type(x) is np.ndarray
-        and x.size <= SMALL_SIZE
+        is_small(x)
         and weight is not None
         and bias is not None
         and x.dtype == weight.dtype == bias.dtype
@@ -153,7 +151,7 @@ def _is_small(x, weight, bias) -> bool:
 
 
 def _normalize_small(x, weight, bias, eps):
-    """(xhat, rstd, y) of _normalize_rows, for a small NumPy matrix (see SMALL_SIZE): the
+    """(xhat, rstd, y) of _normalize_rows, for a small NumPy matrix (backend.SMALL_SIZE): the
     same arithmetic, with each row or column operand first spread out to the matrix's shape,
     so that every elementwise op runs NumPy's loop over whole arrays (8x8: 0.1 + 0.2 us,
     against 0.75 us for its broadcasting loop, which pays per row), and the row means as
