@@ -54,9 +54,9 @@ class Softmax(Function):
             (y,) = ctx.saved_arrays
             grad_x = xp_of(y).empty(y.shape, dtype=y.dtype)
             _by_rows(ctx.dim, _softmax_grad_into, grad.data, y, grad_x)
-            return Tensor._make(grad_x), None
+            return Tensor._make(grad_x)
         (y,) = ctx.saved_tensors
-        return y * (grad - (grad * y).sum(dim=ctx.dim, keepdim=True)), None
+        return y * (grad - (grad * y).sum(dim=ctx.dim, keepdim=True))
 
 
 # Below this, a row's sum of e^x is too close to float32's smallest normal number: its
@@ -159,9 +159,9 @@ class LogSoftmax(Function):
             (y,) = ctx.saved_arrays
             grad_x = xp_of(y).exp(y)
             grad_x *= grad.data.sum(axis=ctx.dim, keepdims=True)
-            return Tensor._make(grad.data - grad_x), None
+            return Tensor._make(grad.data - grad_x)
         (y,) = ctx.saved_tensors
-        return grad - y.exp() * grad.sum(dim=ctx.dim, keepdim=True), None
+        return grad - y.exp() * grad.sum(dim=ctx.dim, keepdim=True)
 
 
 def sigmoid_of_negated(z):
@@ -305,15 +305,15 @@ class GeluDerivative(Function):
 def softmax(x, dim: int = -1):
     dim = normalize_dim(dim, x.ndim, "softmax")
     if x.ndim == 0:  # one value is its own row (CuPy, unlike NumPy, has no axis 0 on a 0-d array)
-        return Softmax.apply(x.reshape(1), 0).reshape(())
-    return Softmax.apply(x, dim)
+        return Softmax.apply(x.reshape(1), dim=0).reshape(())
+    return Softmax.apply(x, dim=dim)
 
 
 def log_softmax(x, dim: int = -1):
     dim = normalize_dim(dim, x.ndim, "log_softmax")
     if x.ndim == 0:
-        return LogSoftmax.apply(x.reshape(1), 0).reshape(())
-    return LogSoftmax.apply(x, dim)
+        return LogSoftmax.apply(x.reshape(1), dim=0).reshape(())
+    return LogSoftmax.apply(x, dim=dim)
 
 
 def gelu(x, approximate: str = "none"):

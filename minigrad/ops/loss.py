@@ -84,7 +84,7 @@ class CrossEntropy(Function):
             row_weight = row_weight * grad.reshape(-1, 1)
         else:
             row_weight = row_weight * grad
-        return (probs - type(logits)._make(onehot)) * row_weight, None, None, None
+        return (probs - type(logits)._make(onehot)) * row_weight, None
 
 
 def _backward_on_arrays(ctx, grad, probs, picked, counted, log_p):
@@ -99,7 +99,7 @@ def _backward_on_arrays(ctx, grad, probs, picked, counted, log_p):
         grad_x *= grad  # (a 0-d array: one product; times a Python float, below, is slower)
         if ctx.reduction == "mean":
             grad_x *= _mean_scale(ctx.count)
-        return Tensor._make(grad_x), None, None, None
+        return Tensor._make(grad_x), None
     if counted is None:
         counted = xp.ones(grad_x.shape[0], dtype=bool)
     if ctx.reduction == "none":
@@ -109,7 +109,7 @@ def _backward_on_arrays(ctx, grad, probs, picked, counted, log_p):
     else:
         row_weight = counted * (grad * _mean_scale(ctx.count))
     grad_x *= row_weight[:, None]
-    return Tensor._make(grad_x), None, None, None
+    return Tensor._make(grad_x), None
 
 
 def _mean_scale(count: int) -> float:
@@ -144,7 +144,7 @@ def cross_entropy(logits, target, ignore_index: int = -100, reduction: str = "me
         order = (0,) + tuple(range(2, len(shape))) + (1,)
         rows = logits.permute(*order).reshape(-1, shape[1])
     targets = target if target.ndim == 1 else target.reshape(-1)
-    loss = CrossEntropy.apply(rows, targets, ignore_index, reduction)
+    loss = CrossEntropy.apply(rows, targets, ignore_index=ignore_index, reduction=reduction)
     if reduction == "none":
         return loss.reshape(expected)
     return loss

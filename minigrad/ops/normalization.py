@@ -72,7 +72,7 @@ class LayerNorm(Function):
         rows = tuple(range(grad.ndim - len(axes)))
         grad_w = (grad * xhat).sum(dim=rows) if ctx.needs_input_grad[1] else None
         grad_b = grad.sum(dim=rows) if ctx.needs_input_grad[2] else None
-        return grad_x, grad_w, grad_b, None, None
+        return grad_x, grad_w, grad_b
 
 
 def _forward_on_gpu(ctx, x, weight, bias, axes, eps):
@@ -97,10 +97,11 @@ def _normalize(x, weight, bias, eps):
     in two halves of the rows on both cores, waiting for both (backend.in_two_halves), the
     toy GPT's step was 2-3% slower, as its passes are short and each hand-over of the GIL
     between the threads costs a wake-up. In a stream nothing waits (backend, "streams")."""
-    if not (in_a_stream() and splits_in_two_halves(x)):
+    if _is_small(x, weight, bias):  # (never split)
         wait_for_writes_to(x)  # (in a stream: read whole here)
-        if _is_small(x, weight, bias):
-            return _normalize_small(x, weight, bias, eps)
+        return _normalize_small(x, weight, bias, eps)
+    if not (in_a_stream() and splits_in_two_halves(x)):
+        wait_for_writes_to(x)
         return _normalize_rows(x, weight, bias, eps)
     xp = xp_of(x)
     xhat = xp.empty_like(x)
@@ -229,18 +230,12 @@ def _finish_grads(ctx, grad, grad_x, grad_w, grad_b) -> tuple:
     wrap = Tensor._make
     if grad_x.shape != grad.shape:
         grad_x = grad_x.reshape(grad.shape)
-    _, need_w, need_b = ctx.needs_input_grad[:3]
+    _, need_w, need_b = ctx.needs_input_grad
     if len(ctx.axes) > 1:  # as the normalized dims: (n,) -> normalized_shape
         normalized_shape = grad.shape[grad.ndim - len(ctx.axes) :]
         grad_w = grad_w.reshape(normalized_shape) if need_w else None
         grad_b = grad_b.reshape(normalized_shape) if need_b else None
-    return (
-        wrap(grad_x),
-        wrap(grad_w) if need_w else None,
-        wrap(grad_b) if need_b else None,
-        None,
-        None,
-    )
+    return wrap(grad_x), wrap(grad_w) if need_w else None, wrap(grad_b) if need_b else None
 
 
 def _matrix(a, n: int):
@@ -291,7 +286,8 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
         raise _parameter_shape_error("weight", weight, normalized_shape)
     if bias is not None and bias.shape != normalized_shape:
         raise _parameter_shape_error("bias", bias, normalized_shape)
-    return LayerNorm.apply(x, weight, bias, tuple(range(first, len(shape))), eps)
+    axes = (first,) if first == len(shape) - 1 else tuple(range(first, len(shape)))
+    return LayerNorm.apply(x, weight, bias, axes=axes, eps=eps)
 
 
 def _parameter_shape_error(name, param, normalized_shape) -> ShapeError:
