@@ -44,7 +44,7 @@ def topological_order(root_node, *more_roots) -> list:
 
 def _seed_gradient(output, gradient):
     if gradient is None:
-        if output.numel() != 1:
+        if output._data.size != 1:
             raise RuntimeError(
                 f"backward: grad can be implicitly created only for a scalar output, but the "
                 f"output has shape {output.shape}; pass gradient= (a tensor of that shape), "
