@@ -153,6 +153,22 @@ def index_range(a) -> tuple[int, int]:
     return int(a.min()), int(a.max())
 
 
+def row_starts(rows: int, columns: int, like):
+    """(0, columns, 2 columns, ...): the flat position of each row's first value in a
+    C-ordered (rows, columns) array, on like's device. Made once per size on NumPy, and
+    read-only (an ``arange`` and its step each call: 0.35 us at 8 rows)."""
+    if type(like) is np.ndarray:
+        return _row_starts(rows, columns)
+    return array_module(like).arange(0, rows * columns, columns)
+
+
+@functools.lru_cache(maxsize=64)
+def _row_starts(rows: int, columns: int) -> np.ndarray:
+    starts = np.arange(0, rows * columns, columns)
+    starts.flags.writeable = False
+    return starts
+
+
 # Up to this many values, an op on a NumPy array costs more in NumPy's per-call work than in
 # its passes over memory. Ops with a row or column operand (LayerNorm's mean, softmax's row
 # sums) then spread it out to the array's shape first, into a buffer, so that each

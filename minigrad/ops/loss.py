@@ -11,7 +11,7 @@ import math
 
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
-from minigrad.backend import index_range, reduce_max, row_sums
+from minigrad.backend import index_range, reduce_max, row_starts, row_sums
 from minigrad.errors import OutOfRangeError, ShapeError
 from minigrad.ops._helpers import xp_of
 from minigrad.tensor import Tensor
@@ -42,8 +42,7 @@ class CrossEntropy(Function):
             )
         rowmajor = xp.ascontiguousarray(logits)  # so that flat position i * C + t is (i, t)
         shifted = rowmajor - reduce_max(rowmajor, 1, keepdims=True)  # x - m
-        picked = xp.arange(0, rows * classes, classes)  # flat positions of the targets:
-        picked += safe_target  # i * C + t_i
+        picked = row_starts(rows, classes, logits) + safe_target  # flat positions i * C + t_i
         target_shifted = shifted.reshape(-1).take(picked)  # x_i[t_i] - m_i
         exps = xp.exp(shifted, out=shifted)  # e^(x - m), kept: softmax(x) = exps / row sums
         sums = row_sums(exps, keepdims=False)

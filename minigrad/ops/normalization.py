@@ -12,6 +12,7 @@ import numpy as np
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
 from minigrad.backend import (
+    SMALL_SIZE,
     column_sums,
     constant_column,
     fused_centered_sum_of_squares,
@@ -20,7 +21,6 @@ from minigrad.backend import (
     in_a_stream,
     in_two_halves,
     is_numpy,
-    is_small,
     ones_row,
     reshaped,
     row_means,
@@ -43,7 +43,7 @@ class LayerNorm(Function):
     @staticmethod
     def forward(ctx, x, weight, bias, axes, eps):
         ctx.axes, ctx.eps = axes, eps
-        ctx.n = count_in(x.shape, axes)  # values per row: mean = sum / n
+        ctx.n = x.shape[-1] if len(axes) == 1 else count_in(x.shape, axes)  # values per row
         if not is_numpy(x) and weight is not None and bias is not None:
             return _forward_on_gpu(ctx, x, weight, bias, axes, eps)
         # the normalized dims are the trailing ones: x as a (rows, n) matrix, one row each
@@ -144,7 +144,8 @@ def _normalize_rows(x, weight, bias, eps, xhat=None, rstd=None, y=None):
 
 def _is_small(x, weight, bias) -> bool:
     return (
-        is_small(x)
+        type(x) is np.ndarray
+        and x.size <= SMALL_SIZE
         and weight is not None
         and bias is not None
         and x.dtype == weight.dtype == bias.dtype
@@ -202,11 +203,11 @@ def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
     """LayerNorm.backward's formula on raw arrays: the fast path outside create_graph (the
     Tensor version above is its plain twin). It works on (rows, n) matrices, as forward."""
     n = ctx.n
-    grad_rows, xhat, rstd = _matrix(grad, n), _matrix(xhat, n), _matrix(rstd, 1)
-    weight_row = _row(weight)
-    if _is_small(grad_rows, weight_row, weight_row):
+    grad_rows, weight_row = _matrix(grad, n), _row(weight)
+    if _is_small(grad_rows, weight_row, weight_row):  # (xhat and rstd: saved as matrices)
         grad_x, grad_w, grad_b = _grads_small(grad_rows, xhat, rstd, weight_row)
         return _finish_grads(ctx, grad, grad_x, grad_w, grad_b)
+    xhat, rstd = _matrix(xhat, n), _matrix(rstd, 1)
     on_gpu = not is_numpy(grad) and weight is not None  # dL/dx in one kernel, below
     # g * xhat: summed down the rows, dL/dgamma; on the CPU also a buffer for dL/dx
     grad_times_xhat = grad_rows * xhat if ctx.needs_input_grad[1] or not on_gpu else None
