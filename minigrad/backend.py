@@ -614,13 +614,16 @@ def memory_owner(a):
     return a if a.base is None else a.base
 
 
-def writable_in_place(a) -> bool:
-    """Whether each value of ``a`` can be changed in place on its own: not a read-only
-    NumPy array, nor (on CuPy, whose views are never read-only) a broadcast view, where one
-    memory slot stands for a whole dim of values."""
+def owner_if_writable(a):
+    """memory_owner(a), if each value of ``a`` can be changed in place on its own: not a
+    read-only NumPy array, nor (on CuPy, whose views are never read-only) a broadcast view,
+    where one memory slot stands for a whole dim of values. None otherwise."""
     if type(a) is np.ndarray:
-        return a.flags.writeable
-    return all(stride != 0 or size < 2 for stride, size in zip(a.strides, a.shape))
+        if not a.flags.writeable:
+            return None
+    elif any(stride == 0 and size > 1 for stride, size in zip(a.strides, a.shape)):
+        return None
+    return a if a.base is None else a.base
 
 
 def finish_stream() -> None:

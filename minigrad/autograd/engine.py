@@ -151,10 +151,10 @@ def _owned(grad, claimed):
     or ``w.grad *= 0.5`` changes w's gradient and nothing else. ``claimed``: the ids of the
     arrays that own such memory, for this backward pass."""
     array = grad._data
-    owner = id(backend.memory_owner(array))
-    if owner in claimed or not backend.writable_in_place(array):
+    owner = backend.owner_if_writable(array)
+    if owner is None or id(owner) in claimed:
         return type(grad)._make(array.copy())
-    claimed.add(owner)
+    claimed.add(id(owner))
     return grad
 
 
