@@ -14,6 +14,7 @@ from minigrad.autograd.grad_mode import is_grad_enabled
 from minigrad.backend import (
     SMALL_SIZE,
     column_sums,
+    constant,
     constant_column,
     fused_centered_sum_of_squares,
     fused_layer_norm_input_grad,
@@ -164,7 +165,7 @@ def _normalize_small(x, weight, bias, eps):
     spread[...] = x.dot(mean_column)  # mu, in each row
     xhat = np.subtract(x, spread)  # x - mu
     rstd = np.multiply(xhat, xhat, out=spread).dot(mean_column)  # sigma^2
-    rstd += eps
+    rstd += constant(eps, x.dtype)
     np.sqrt(rstd, out=rstd)
     np.reciprocal(rstd, out=rstd)  # 1 / sqrt(sigma^2 + eps)
     spread[...] = rstd
