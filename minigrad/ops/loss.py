@@ -11,7 +11,7 @@ import math
 
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
-from minigrad.backend import index_range, reduce_max, row_starts, row_sums
+from minigrad.backend import index_range, reduce_max, row_starts, row_sums, scalar_operand
 from minigrad.errors import OutOfRangeError, ShapeError
 from minigrad.ops._helpers import xp_of
 from minigrad.tensor import Tensor
@@ -95,9 +95,9 @@ def _backward_on_arrays(ctx, grad, probs, picked, counted, log_p):
     grad_x = probs
     grad_x.reshape(-1)[picked] = xp.expm1(log_p)  # softmax(x) - onehot(t)
     if ctx.reduction != "none" and counted is None:
-        grad_x *= grad  # (a 0-d array: one product; times a Python float, below, is slower)
+        grad_x *= grad
         if ctx.reduction == "mean":
-            grad_x *= _mean_scale(ctx.count)
+            grad_x *= scalar_operand(_mean_scale(ctx.count), grad_x)
         return Tensor._make(grad_x), None
     if counted is None:
         counted = xp.ones(grad_x.shape[0], dtype=bool)

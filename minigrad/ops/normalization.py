@@ -14,7 +14,6 @@ from minigrad.autograd.grad_mode import is_grad_enabled
 from minigrad.backend import (
     SMALL_SIZE,
     column_sums,
-    constant,
     constant_column,
     fused_centered_sum_of_squares,
     fused_layer_norm_input_grad,
@@ -25,6 +24,7 @@ from minigrad.backend import (
     ones_row,
     reshaped,
     row_means,
+    scalar_operand,
     splits_in_two_halves,
     sum_of_products,
     wait_for_writes_to,
@@ -165,15 +165,14 @@ def _normalize_small(x, weight, bias, eps):
     spread[...] = x.dot(mean_column)  # mu, in each row
     xhat = np.subtract(x, spread)  # x - mu
     rstd = np.multiply(xhat, xhat, out=spread).dot(mean_column)  # sigma^2
-    rstd += constant(eps, x.dtype)
+    rstd += scalar_operand(eps, rstd)
     np.sqrt(rstd, out=rstd)
     np.reciprocal(rstd, out=rstd)  # 1 / sqrt(sigma^2 + eps)
     spread[...] = rstd
     xhat *= spread
     spread[...] = weight
-    spread *= xhat  # gamma * xhat
-    y = np.empty_like(x)
-    y[...] = bias
+    y = np.multiply(xhat, spread)  # gamma * xhat
+    spread[...] = bias
     y += spread  # + beta
     return xhat, rstd, y
 
