@@ -89,7 +89,11 @@ class Context:
         backward formulas that work on arrays, outside create_graph."""
         if self._freed:
             self._raise_freed()
-        return tuple([v.data if isinstance(v, Tensor) else v for v in self._saved])
+        saved = self._saved
+        for value in saved:  # (forward gets arrays: Tensors are saved only by user ops)
+            if isinstance(value, Tensor):
+                return tuple([v.data if isinstance(v, Tensor) else v for v in saved])
+        return saved
 
     def _raise_freed(self):
         raise RuntimeError(
