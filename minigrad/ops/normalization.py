@@ -138,12 +138,11 @@ def _normalize_rows(x, weight, bias, eps, xhat=None, rstd=None, y=None):
     return xhat, rstd, y
 
 
-# A small NumPy LayerNorm (backend.SMALL_SIZE) with weight and bias of its dtype runs in
-# _normalize_small and _grads_small: an 8x8 forward and backward 16.4 against 23.4 us;
-# 128x32, 24.8 against 32.4 (2048x128, not small: 495 against 464 us).
-
-
 def _is_small(x, weight, bias) -> bool:
+    """Whether LayerNorm on the matrix x takes _normalize_small and _grads_small: a small
+    NumPy one (backend.SMALL_SIZE) with weight and bias of its dtype. Forward and backward
+    of those calls alone, in a Function, against the general path's: 8x8 16.4 against 23.4
+    us, 128x32 24.8 against 32.4, 512x64 72.8 against 83.4 (2048x128: 495 against 464)."""
     return (
         type(x) is np.ndarray
         and x.size <= SMALL_SIZE
