@@ -639,7 +639,7 @@ def owner_if_writable(a):
             return None
     elif any(stride == 0 and size > 1 for stride, size in zip(a.strides, a.shape)):
         return None
-    return a if a.base is None else a.base
+    return memory_owner(a)
 
 
 def finish_stream() -> None:

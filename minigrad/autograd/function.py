@@ -118,15 +118,19 @@ class Context:
 
     def free_saved(self) -> None:
         """Drop what forward saved (backward calls this unless retain_graph=True)."""
-        if self._saved:  # (counted as count_saved_bytes does, without a call per node)
-            self.saved_bytes = sum([getattr(value, "nbytes", 0) for value in self._saved])
+        if self._saved:
+            self.saved_bytes = _bytes_of(self._saved)
             self._saved = ()
         self._freed = True
 
     def count_saved_bytes(self) -> int:
         if self._freed:
             return self.saved_bytes
-        return sum([getattr(value, "nbytes", 0) for value in self._saved])  # arrays, Tensors
+        return _bytes_of(self._saved)
+
+
+def _bytes_of(values) -> int:
+    return sum([getattr(value, "nbytes", 0) for value in values])  # arrays, Tensors, None
 
 
 def _shapes(args) -> str:

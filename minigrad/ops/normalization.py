@@ -12,7 +12,6 @@ import numpy as np
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
 from minigrad.backend import (
-    SMALL_SIZE,
     column_sums,
     constant_column,
     fused_centered_sum_of_squares,
@@ -21,6 +20,7 @@ from minigrad.backend import (
     in_a_stream,
     in_two_halves,
     is_numpy,
+    is_small,
     ones_row,
     reshaped,
     row_means,
@@ -138,18 +138,18 @@ def _normalize_rows(x, weight, bias, eps, xhat=None, rstd=None, y=None):
     return xhat, rstd, y
 
 
-def _is_small(x, weight, bias) -> bool:
+def _is_small(x, *params) -> bool:
     """Whether LayerNorm on the matrix x takes _normalize_small and _grads_small: a small
-    NumPy one (backend.SMALL_SIZE) with weight and bias of its dtype. Forward and backward
-    of those calls alone, in a Function, against the general path's: 8x8 16.4 against 23.4
-    us, 128x32 24.8 against 32.4, 512x64 72.8 against 83.4 (2048x128: 495 against 464)."""
-    return (
-        type(x) is np.ndarray
-        and x.size <= SMALL_SIZE
-        and weight is not None
-        and bias is not None
-        and x.dtype == weight.dtype == bias.dtype
-    )
+    NumPy one (backend.SMALL_SIZE), with its parameters (weight and bias forward; the
+    backward needs only the weight) given and of its dtype. Forward and backward of those
+    calls alone, in a Function, against the general path's: 8x8 16.4 against 23.4 us,
+    128x32 24.8 against 32.4, 512x64 72.8 against 83.4 (2048x128: 495 against 464)."""
+    if not is_small(x):
+        return False
+    for param in params:
+        if param is None or param.dtype != x.dtype:
+            return False
+    return True
 
 
 def _normalize_small(x, weight, bias, eps):
@@ -203,7 +203,7 @@ def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
     Tensor version above is its plain twin). It works on (rows, n) matrices, as forward."""
     n = ctx.n
     grad_rows, weight_row = _matrix(grad, n), _row(weight)
-    if _is_small(grad_rows, weight_row, weight_row):  # (xhat and rstd: saved as matrices)
+    if _is_small(grad_rows, weight_row):  # (xhat and rstd: saved as matrices)
         grad_x, grad_w, grad_b = _grads_small(grad_rows, xhat, rstd, weight_row)
         return _finish_grads(ctx, grad, grad_x, grad_w, grad_b)
     xhat, rstd = _matrix(xhat, n), _matrix(rstd, 1)
