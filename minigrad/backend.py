@@ -123,16 +123,9 @@ def index_add(target, index, values) -> None:
 _HAS_VECDOT = hasattr(np, "vecdot")  # NumPy >= 2
 
 
-def reduce_sum(a, axis, keepdims: bool = False):
-    """a.sum(axis=axis, keepdims=keepdims), in one call on NumPy arrays (``ndarray.sum`` goes
-    through two Python-level wrappers first: a microsecond, which small ops notice)."""
-    if type(a) is np.ndarray:
-        return np.add.reduce(a, axis=axis, keepdims=keepdims)
-    return a.sum(axis=axis, keepdims=keepdims)
-
-
 def reduce_max(a, axis, keepdims: bool = False):
-    """a.max(axis=axis, keepdims=keepdims), in one call on NumPy arrays (see reduce_sum)."""
+    """a.max(axis=axis, keepdims=keepdims), in one call on NumPy arrays (``ndarray.max`` goes
+    through two Python-level wrappers first: a microsecond, which small ops notice)."""
     if type(a) is np.ndarray:
         return np.maximum.reduce(a, axis=axis, keepdims=keepdims)
     return a.max(axis=axis, keepdims=keepdims)
