@@ -264,6 +264,38 @@ def test_custom_function_passes_gradcheck_and_gradgradcheck(device):
     assert mg.gradgradcheck(lambda t: ScaledCube.apply(t, 2.0), (x,))
 
 
+class ReturnsWhatItIsTold(mg.autograd.Function):
+    """y = x + w; backward returns ``ctx.grads``, whatever a test puts there."""
+
+    @staticmethod
+    def forward(ctx, x, w, grads):
+        ctx.grads = grads
+        return x + w
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (*ctx.grads, None)
+
+
+def test_a_gradient_of_the_wrong_shape_names_the_op_and_the_input():
+    x, w = mg.zeros(2, 3, requires_grad=True), mg.zeros(3, requires_grad=True)
+    y = ReturnsWhatItIsTold.apply(x, w, (mg.zeros(2, 3), mg.zeros(2, 3)))
+    with pytest.raises(
+        RuntimeError,
+        match=r"ReturnsWhatItIsTold.backward returned a gradient "
+        r"of shape \(2, 3\) for input 1 of shape \(3,\)",
+    ):
+        y.sum().backward()
+
+
+def test_a_gradient_of_another_dtype_takes_the_dtype_of_its_input():
+    x, w = mg.zeros(2, 3, requires_grad=True), mg.zeros(3, requires_grad=True)
+    grads = (mg.ones(2, 3, dtype=mg.float64), mg.ones(3, dtype=mg.float64) * 2)
+    ReturnsWhatItIsTold.apply(x, w, grads).sum().backward()
+    assert x.grad.dtype == mg.float32 and w.grad.dtype == mg.float32
+    np.testing.assert_array_equal(w.grad.numpy(), [2.0, 2.0, 2.0])
+
+
 class ExpKeepingOutput(mg.autograd.Function):
     """y = e^x, which saves its input, its output and a third array: what comes back?"""
 

@@ -21,6 +21,12 @@ from minigrad.autograd.grad_mode import modes
 
 def topological_order(root_node, *more_roots) -> list:
     """Nodes reachable from the roots, each before the nodes that produced its inputs."""
+    if not more_roots:  # a node whose inputs are all leaves (or constants) is the graph
+        for arg in root_node.inputs:
+            if getattr(arg, "grad_fn", None) is not None:
+                break
+        else:
+            return [root_node]
     order, visited = [], set()
     stack = [(root_node, False)]
     if more_roots:
@@ -134,7 +140,7 @@ def _finish_leaf(leaf, grad, claimed, lock=None) -> None:
     if leaf._hooks:
         grad = _run_hooks(leaf, grad)
     if not modes.grad_enabled:
-        grad = _owned(grad.detach() if grad.grad_fn is not None else grad, claimed)
+        grad = _owned(grad, claimed)
     if lock is None:
         current = leaf.grad
         leaf.grad = grad if current is None else _accumulate(current, grad)
@@ -155,7 +161,7 @@ def _owned(grad, claimed):
     if owner is None or id(owner) in claimed:
         return type(grad)._make(array.copy())
     claimed.add(id(owner))
-    return grad
+    return grad if grad.grad_fn is None else grad.detach()  # (a seed may have a history)
 
 
 def _backward_reporting_as_node(node, grads):
@@ -189,53 +195,61 @@ def _backward_node(node, output_grads, pending, leaf_grads, claimed) -> None:
         input_grads = _backward_reporting_as_node(node, grads)
     else:
         input_grads = node.function.backward(node, *grads)
-    if not isinstance(input_grads, tuple):
+    if type(input_grads) is not tuple:
         input_grads = (input_grads,)
-    if len(input_grads) < len(node.inputs):
-        raise RuntimeError(
-            f"{node.name}.backward returned {len(input_grads)} gradients for "
-            f"{len(node.inputs)} inputs"
-        )
-    if modes.anomaly:
-        threads.finish_posted()  # gradients the helper is still computing: read them finished
-        arrays = [getattr(g, "data", None) for g in input_grads]
-        _check_finite(node.name, "backward", arrays, node.inputs)
-    record_norms = modes.record_edge_grads
-    if record_norms:
-        threads.finish_posted()
-        node.edge_grad_norms = [None] * len(node.inputs)
-
     inputs = node.inputs
-    for position, needed in enumerate(node.needs_input_grad):
-        if not needed:
+    if len(input_grads) < len(inputs):
+        raise RuntimeError(
+            f"{node.name}.backward returned {len(input_grads)} gradients for {len(inputs)} inputs"
+        )
+    if modes.anomaly or modes.record_edge_grads:
+        _check_and_record(node, input_grads)
+
+    for arg, needed, grad in zip(inputs, node.needs_input_grad, input_grads):
+        if not needed or grad is None:
             continue
-        grad = input_grads[position]
-        if grad is None:
-            continue
-        arg = inputs[position]
         array, arg_array = grad._data, arg._data  # (shapes and dtypes: nothing to wait for)
-        if array.shape != arg_array.shape:
-            raise RuntimeError(
-                f"{node.name}.backward returned a gradient of shape {grad.shape} for input "
-                f"{position} of shape {arg.shape}"
-            )
-        if array.dtype != arg_array.dtype:  # float32 * float64 -> float64; x keeps float32
-            grad = grad.to(arg.dtype)
-        if record_norms:
-            node.edge_grad_norms[position] = grad.norm_value()
+        if array.shape != arg_array.shape or array.dtype != arg_array.dtype:
+            grad = _as_input_grad(node, arg, grad)
         parent = arg.grad_fn
-        if parent is None:
+        if parent is None:  # a leaf: its gradient goes to .grad at the end of the walk
             key = id(arg)
-            previous = leaf_grads.get(key)
-            if previous is not None:  # a leaf used twice: both gradients must be complete
+            if key in leaf_grads:  # a leaf used twice: both gradients must be complete
                 threads.finish_posted()
-            leaf_grads[key] = (arg, grad if previous is None else _accumulate(previous[1], grad))
+                grad = _accumulate(leaf_grads[key][1], grad)
+            leaf_grads[key] = (arg, grad)
         else:
             slot = pending.get(parent)
             if slot is None:
                 pending[parent] = {arg._output_index: grad}
             else:
                 slot[arg._output_index] = _accumulate(slot.get(arg._output_index), grad)
+
+
+def _as_input_grad(node, arg, grad):
+    """The gradient a node's backward returned for input ``arg``, in arg's dtype (float32 *
+    float64 gives a float64 gradient; x keeps float32); an error where its shape differs."""
+    if grad.shape != arg.shape:
+        position = next(i for i, a in enumerate(node.inputs) if a is arg)
+        raise RuntimeError(
+            f"{node.name}.backward returned a gradient of shape {grad.shape} for input "
+            f"{position} of shape {arg.shape}"
+        )
+    return grad.to(arg.dtype) if grad.dtype != arg.dtype else grad
+
+
+def _check_and_record(node, input_grads) -> None:
+    """What detect_anomaly and viz.record_grads() add to each node's backward: a check that
+    the gradients are finite, and the norm of each one that reaches an input."""
+    threads.finish_posted()  # gradients the helper is still computing: read them finished
+    if modes.anomaly:
+        arrays = [getattr(g, "data", None) for g in input_grads]
+        _check_finite(node.name, "backward", arrays, node.inputs)
+    if modes.record_edge_grads:
+        node.edge_grad_norms = [
+            _as_input_grad(node, arg, grad).norm_value() if needed and grad is not None else None
+            for arg, needed, grad in zip(node.inputs, node.needs_input_grad, input_grads)
+        ]
 
 
 def _gradients_of_outputs(node, output_grads, claimed) -> list:
