@@ -44,11 +44,18 @@ class LayerNorm(Function):
     @staticmethod
     def forward(ctx, x, weight, bias, axes, eps):
         ctx.axes, ctx.eps = axes, eps
-        ctx.n = x.shape[-1] if len(axes) == 1 else count_in(x.shape, axes)  # values per row
+        n = ctx.n = x.shape[-1] if len(axes) == 1 else count_in(x.shape, axes)  # per row
         if not is_numpy(x) and weight is not None and bias is not None:
+            ctx.small = False
             return _forward_on_gpu(ctx, x, weight, bias, axes, eps)
         # the normalized dims are the trailing ones: x as a (rows, n) matrix, one row each
-        xhat, rstd, y = _normalize(_matrix(x, ctx.n), _row(weight), _row(bias), eps)
+        x_rows, weight_row, bias_row = _matrix(x, n), _row(weight), _row(bias)
+        ctx.small = _is_small(x_rows, weight_row, bias_row)  # (backward takes the same path)
+        if ctx.small:
+            wait_for_writes_to(x_rows)  # (in a stream: read whole here)
+            xhat, rstd, y = _normalize_small(x_rows, weight_row, bias_row, eps)
+        else:
+            xhat, rstd, y = _normalize(x_rows, weight_row, bias_row, eps)
         ctx.save_for_backward(x, weight, xhat, rstd)
         return y if y.shape == x.shape else y.reshape(x.shape)
 
@@ -98,9 +105,6 @@ def _normalize(x, weight, bias, eps):
     in two halves of the rows on both cores, waiting for both (backend.in_two_halves), the
     toy GPT's step was 2-3% slower, as its passes are short and each hand-over of the GIL
     between the threads costs a wake-up. In a stream nothing waits (backend, "streams")."""
-    if _is_small(x, weight, bias):  # (never split)
-        wait_for_writes_to(x)  # (in a stream: read whole here)
-        return _normalize_small(x, weight, bias, eps)
     if not (in_a_stream() and splits_in_two_halves(x)):
         wait_for_writes_to(x)
         return _normalize_rows(x, weight, bias, eps)
@@ -138,18 +142,19 @@ def _normalize_rows(x, weight, bias, eps, xhat=None, rstd=None, y=None):
     return xhat, rstd, y
 
 
-def _is_small(x, *params) -> bool:
-    """Whether LayerNorm on the matrix x takes _normalize_small and _grads_small: a small
-    NumPy one (backend.SMALL_SIZE), with its parameters (weight and bias forward; the
-    backward needs only the weight) given and of its dtype. Forward and backward of those
-    calls alone, in a Function, against the general path's: 8x8 16.4 against 23.4 us,
-    128x32 24.8 against 32.4, 512x64 72.8 against 83.4 (2048x128: 495 against 464)."""
-    if not is_small(x):
-        return False
-    for param in params:
-        if param is None or param.dtype != x.dtype:
-            return False
-    return True
+def _is_small(x, weight, bias) -> bool:
+    """Whether LayerNorm on the matrix x takes _normalize_small and then _grads_small: a
+    small NumPy one (backend.SMALL_SIZE), with a weight and a bias of its dtype. Forward and
+    backward of those calls alone, in a Function, against the general path's: 8x8 16.4
+    against 23.4 us, 128x32 24.8 against 32.4, 512x64 72.8 against 83.4 (2048x128: 495
+    against 464)."""
+    return (
+        is_small(x)
+        and weight is not None
+        and bias is not None
+        and weight.dtype == x.dtype
+        and bias.dtype == x.dtype
+    )
 
 
 def _normalize_small(x, weight, bias, eps):
@@ -203,9 +208,8 @@ def _backward_on_arrays(ctx, grad, weight, xhat, rstd):
     Tensor version above is its plain twin). It works on (rows, n) matrices, as forward."""
     n = ctx.n
     grad_rows, weight_row = _matrix(grad, n), _row(weight)
-    if _is_small(grad_rows, weight_row):  # (xhat and rstd: saved as matrices)
-        grad_x, grad_w, grad_b = _grads_small(grad_rows, xhat, rstd, weight_row)
-        return _finish_grads(ctx, grad, grad_x, grad_w, grad_b)
+    if ctx.small:  # as forward (grad has x's dtype); xhat and rstd were saved as matrices
+        return _finish_grads(ctx, grad, *_grads_small(grad_rows, xhat, rstd, weight_row))
     xhat, rstd = _matrix(xhat, n), _matrix(rstd, 1)
     on_gpu = not is_numpy(grad) and weight is not None  # dL/dx in one kernel, below
     # g * xhat: summed down the rows, dL/dgamma; on the CPU also a buffer for dL/dx
