@@ -131,6 +131,26 @@ def reduce_max(a, axis, keepdims: bool = False):
     return a.max(axis=axis, keepdims=keepdims)
 
 
+def row_maxima(a):
+    """The max of each row of ``a`` (along its last axis), keeping that axis: (..., n) ->
+    (..., 1). On a C-ordered NumPy array, as the value at each row's argmax, picked by flat
+    position: NumPy's argmax runs a vectorized loop along each row, and its max reduction
+    does not (8x8: 0.8 against 1.1 us; 512x64: 6.3 against 29; attention's scores,
+    32x4x64x64: 0.28 against 0.52 ms). A nan is picked as max picks it: argmax stops at
+    the first."""
+    if type(a) is not np.ndarray or not a.flags.c_contiguous or a.size == 0:
+        return reduce_max(a, -1, keepdims=True)
+    at = a.argmax(axis=-1, keepdims=True)
+    at += _row_starts_shaped(a.shape)  # flat positions
+    return a.ravel().take(at)
+
+
+@functools.lru_cache(maxsize=64)
+def _row_starts_shaped(shape: tuple) -> np.ndarray:
+    """row_starts for a C-ordered array of this shape, shaped as its rows: (..., 1)."""
+    return _row_starts(math.prod(shape[:-1]), shape[-1]).reshape(shape[:-1] + (1,))
+
+
 SMALL_RANGE_SIZE = 32  # up to this many values, Python's min and max beat NumPy's
 
 
@@ -189,6 +209,17 @@ def row_means(a):
         means *= 1.0 / a.shape[-1]
         return means
     return a.mean(axis=-1, keepdims=True)
+
+
+def weighted_sum(a, weight: float):
+    """weight * (the sum of the values of a 1-D array), as a 0-d array. On a float NumPy
+    array, as its product with a column of ``weight``s: a (1,) array, then viewed as 0-d
+    (a 1-D product or sum gives a NumPy scalar, which an op must then make an array)."""
+    if type(a) is not np.ndarray:
+        return a.sum() * weight  # (CuPy: a 0-d array)
+    if a.dtype.kind == "f" and a.size:
+        return a.dot(constant_column(a.size, weight, a.dtype)).reshape(())
+    return np.asarray(a.sum() * weight)
 
 
 def row_sums(a, keepdims: bool = True):

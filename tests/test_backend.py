@@ -200,6 +200,35 @@ def test_row_sums_of_a_strided_view():
     np.testing.assert_allclose(backend.row_means(a), a.mean(axis=-1, keepdims=True))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(8, 8), (1, 5), (7, 1), (5,), (3, 4, 5), (2, 4, 16, 16)])
+def test_row_maxima_are_the_maxima_of_the_rows(shape, dtype):
+    a = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    got, want = backend.row_maxima(a), np.max(a, axis=-1, keepdims=True)
+    assert got.shape == want.shape and got.dtype == a.dtype
+    np.testing.assert_array_equal(got, want)
+    transposed = a.T  # not C-ordered: the reduction's way
+    np.testing.assert_array_equal(backend.row_maxima(transposed), transposed.max(-1, keepdims=True))
+
+
+def test_row_maxima_of_rows_with_nan_inf_and_ties():
+    a = np.array([[1, np.nan, 3], [-np.inf, -np.inf, -np.inf], [2, 5, 5], [np.inf, 0, 1]])
+    np.testing.assert_array_equal(backend.row_maxima(a).ravel(), [np.nan, -np.inf, 5, np.inf])
+    assert backend.row_maxima(np.zeros((0, 4))).shape == (0, 1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("size", [0, 1, 9])
+def test_weighted_sum_is_a_0d_array(size, dtype):
+    a = np.arange(size).astype(dtype)
+    for weight in (-1.0, 0.25):
+        got = backend.weighted_sum(a, weight)
+        assert type(got) is np.ndarray and got.shape == ()
+        assert got.dtype == (a.dtype if dtype != np.int64 else np.float64)
+        np.testing.assert_allclose(got, a.sum() * weight)
+    assert np.isnan(backend.weighted_sum(a.astype(np.float32), np.nan))
+
+
 def test_an_array_laid_out_like_attention_heads():
     heads = np.zeros((2, 5, 3, 4), np.float32).transpose(0, 2, 1, 3)  # (B, H, T, d_k) view
     out = backend.empty_laid_out_like(heads)

@@ -177,7 +177,7 @@ class Function:
             if isinstance(arg, Tensor):
                 data = arg._data
                 if array_type is None:
-                    array_type, first_array = type(data), data
+                    array_type = type(data)
                 elif type(data) is not array_type:
                     _check_same_device(cls, args)
                 raw.append(data)
@@ -201,16 +201,7 @@ class Function:
         if type(output) is tuple:
             return _wrap_outputs(cls, ctx, args, raw, output, needs_grad)
         if isinstance(output, _SCALARS):
-            # an array argument, for its module (raw[0] may be a Python number: 2.0 * x)
-            like = (
-                first_array
-                if array_type is not None
-                else next((a for a in raw if hasattr(a, "shape")), None)
-            )
-            scalar, output = output, _as_array(output, like)
-            if ctx._saved:  # a saved scalar output (sqrt of a 0-d array) must still link to
-                # the output Tensor
-                ctx._saved = tuple([output if v is scalar else v for v in ctx._saved])
+            output = _scalar_as_array(ctx, output, raw)
         if modes.anomaly:
             backend.finish_stream()
             _check_finite(cls.__name__, "forward", (output,), args)
@@ -223,6 +214,21 @@ class Function:
 
 
 _SCALARS = (np.generic, int, float, bool)
+
+
+def _scalar_as_array(ctx, scalar, raw):
+    """A scalar that forward returned (NumPy's reductions return np.float32, not 0-d arrays)
+    as a 0-d array. Where forward saved it too (sqrt of a 0-d array saves its output), the
+    array is saved in its place, so that it still links to the output Tensor."""
+    if isinstance(scalar, np.generic):
+        array = np.asarray(scalar)
+    else:  # a Python number: an array of the inputs' module (raw[0] may be one too: 2.0 * x)
+        array = _as_array(scalar, next((a for a in raw if hasattr(a, "shape")), None))
+    for value in ctx._saved:
+        if value is scalar:
+            ctx._saved = tuple([array if v is scalar else v for v in ctx._saved])
+            break
+    return array
 
 
 def _wrap_outputs(cls, ctx, args, raw, output, needs_grad):

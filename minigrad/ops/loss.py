@@ -11,7 +11,14 @@ import math
 
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import is_grad_enabled
-from minigrad.backend import index_range, reduce_max, row_starts, row_sums, scalar_operand
+from minigrad.backend import (
+    index_range,
+    row_maxima,
+    row_starts,
+    row_sums,
+    scalar_operand,
+    weighted_sum,
+)
 from minigrad.errors import OutOfRangeError, ShapeError
 from minigrad.ops._helpers import xp_of
 from minigrad.tensor import Tensor
@@ -41,7 +48,7 @@ class CrossEntropy(Function):
                 f"(logits of shape {logits.shape})"
             )
         rowmajor = xp.ascontiguousarray(logits)  # so that flat position i * C + t is (i, t)
-        shifted = rowmajor - reduce_max(rowmajor, 1, keepdims=True)  # x - m
+        shifted = rowmajor - row_maxima(rowmajor)  # x - m
         picked = row_starts(rows, classes, logits) + safe_target  # flat positions i * C + t_i
         target_shifted = shifted.reshape(-1).take(picked)  # x_i[t_i] - m_i
         exps = xp.exp(shifted, out=shifted)  # e^(x - m), kept: softmax(x) = exps / row sums
@@ -53,12 +60,10 @@ class CrossEntropy(Function):
         ctx.save_for_backward(logits, exps, sums, picked, counted, log_p)
         if reduction == "none":
             return xp.negative(log_p)
-        # -sum, or -sum / count (nan when no row counts, as in PyTorch): one product with a
-        # Python float, which keeps the float32 dtype
-        total = row_sums(log_p, keepdims=False)  # sum of log p over the rows
+        # -sum, or -sum / count (nan when no row counts, as in PyTorch)
         if reduction == "sum":
-            return total * -1.0
-        return total * (-1.0 / ctx.count if ctx.count else math.nan)
+            return weighted_sum(log_p, -1.0)
+        return weighted_sum(log_p, -1.0 / ctx.count if ctx.count else math.nan)
 
     @staticmethod
     def backward(ctx, grad):
