@@ -40,6 +40,16 @@ third steps of a toy GPT (d=64, T=16) took 25 and 18 ms against 2.5. So from the
 first task on, the switch interval is HANDOFF_SWITCH_INTERVAL (set again at each wake, as
 BLAS's thread count; ``set_num_threads(1)`` puts back what it was): the same steps take 2.6 ms.
 
+Parking has a cost of its own, measured on a VM of 2 vCPUs: Linux tends to wake a thread on
+the CPU of the thread that wakes it, so for the next steps the helper and the caller share
+one CPU, the helper spinning and the caller working, a time slice each, until the scheduler
+moves one of them. A toy GPT (d=64, T=16) paused 0.25 s every 10 steps had 13-36 of 195
+steps at 5-45 ms instead of 2.3 (642-1073 ms for all 195, in six runs; 464-483 with a helper
+that never parks). So the helper keeps off the CPU that the thread creating it ran on: it is
+pinned, at its start, to the process's other CPUs (``_keep_off``; no thread of the user's is
+pinned), and the caller, which may move, moves off the helper's CPU: 3-13 slow steps,
+515-581 ms.
+
 A task can also be *posted*: queued on the helper without waiting for it (``post``), where
 the caller has no use for the result until later; ``finish_posted`` waits for all of them.
 The helper runs its queue in order, so a ``run`` after posts also waits for them. Two users:
@@ -92,6 +102,40 @@ def _spin_lock_calls():
 _SPIN_LOCK = _spin_lock_calls()
 
 
+def _sched_getcpu():
+    """glibc's sched_getcpu, the CPU the calling thread runs on, or None without it."""
+    try:
+        call = ctypes.CDLL(None).sched_getcpu
+    except (OSError, AttributeError):
+        return None
+    call.argtypes, call.restype = (), ctypes.c_int
+    return call
+
+
+_SCHED_GETCPU = _sched_getcpu()
+
+
+def _current_cpu():
+    """The CPU this thread runs on now, or None where that cannot be known."""
+    if _SCHED_GETCPU is None:
+        return None
+    cpu = _SCHED_GETCPU()
+    return cpu if cpu >= 0 else None
+
+
+def _keep_off(cpu) -> None:
+    """Pin the calling thread to the CPUs of the process other than ``cpu`` (see the module
+    docstring); nothing where there are none, or where they cannot be known."""
+    if cpu is None or not hasattr(os, "sched_setaffinity"):
+        return
+    try:
+        others = set(os.sched_getaffinity(0)) - {cpu}
+        if others:
+            os.sched_setaffinity(0, others)  # (pid 0: on Linux, the calling thread alone)
+    except OSError:  # (a CPU set changed under us: stay where we are)
+        pass
+
+
 class _SpinSemaphore:
     """A binary semaphore, taken at first: one thread releases it, the other acquires it by
     spinning (without the GIL)."""
@@ -133,7 +177,10 @@ class SpinningHelper:
         self._blas = None  # threadpoolctl's BLAS controllers, once the helper first wakes
         self._blas_threads = []  # their thread counts before that
         self._switch_interval = None  # sys.getswitchinterval() before the first wake
-        threading.Thread(target=self._serve, name="minigrad-helper", daemon=True).start()
+        creator_cpu = _current_cpu()
+        threading.Thread(
+            target=self._serve, args=(creator_cpu,), name="minigrad-helper", daemon=True
+        ).start()
         threading.Thread(target=self._watch, name="minigrad-watchdog", daemon=True).start()
 
     def run(self, second, first) -> None:
@@ -196,7 +243,8 @@ class SpinningHelper:
         if not self._awake.is_set():  # after queuing: a nap the watchdog queued just before
             self._wake()  # ends here (see _watch)
 
-    def _serve(self) -> None:  # the helper thread
+    def _serve(self, creator_cpu) -> None:  # the helper thread
+        _keep_off(creator_cpu)
         queue = self._queue
         while True:
             self._post.acquire()

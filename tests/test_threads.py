@@ -87,6 +87,43 @@ def test_the_idle_helper_parks_and_wakes_again(two_threads, monkeypatch):
     assert sorted(out) == [1, 2]
 
 
+@pytest.mark.skipif(
+    threads._current_cpu() is None or len(os.sched_getaffinity(0)) < 2,
+    reason="needs sched_getcpu and two CPUs",
+)
+def test_the_helper_keeps_off_the_cpu_of_the_thread_that_made_it():
+    """Woken on its waker's CPU, a spinning helper would share it for a while (see threads);
+    so a new helper's thread is pinned to the process's other CPUs. The thread it runs on
+    reports its own CPU set here."""
+    pinned = {}
+
+    def report(creator_cpu):
+        threads._keep_off(creator_cpu)
+        pinned["cpus"] = os.sched_getaffinity(0)
+
+    cpu, allowed = threads._current_cpu(), os.sched_getaffinity(0)
+    reporter = threading.Thread(target=report, args=(cpu,))
+    reporter.start()
+    reporter.join()
+    assert pinned["cpus"] == allowed - {cpu}
+    assert os.sched_getaffinity(0) == allowed  # the calling thread is never pinned
+    threads._keep_off(None)  # nothing to keep off: nothing changes
+    assert os.sched_getaffinity(0) == allowed
+
+
+@pytest.mark.skipif(
+    threads._current_cpu() is None or len(os.sched_getaffinity(0)) < 2,
+    reason="needs sched_getcpu and two CPUs",
+)
+def test_the_helper_thread_runs_on_all_cpus_but_one(two_threads):
+    if not two_threads.spins:
+        pytest.skip("no pthread spin locks in this C library")
+    two_threads.run(lambda: None, lambda: None)
+    (helper,) = [t for t in threading.enumerate() if t.name == "minigrad-helper"]
+    allowed = os.sched_getaffinity(0)
+    assert len(allowed - os.sched_getaffinity(helper.native_id)) == 1  # (a thread id: Linux)
+
+
 def test_blas_runs_on_one_thread_until_set_num_threads_1(two_threads):
     if not two_threads.spins:
         pytest.skip("no pthread spin locks in this C library")
