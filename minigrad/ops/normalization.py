@@ -101,7 +101,8 @@ def _forward_on_gpu(ctx, x, weight, bias, axes, eps):
 
 def _normalize(x, weight, bias, eps):
     """LayerNorm.forward's arithmetic on the rows of a matrix x (weight and bias: one value
-    per column, or None): returns (xhat, rstd, y). Outside a stream it runs on one thread:
+    per column, or None), where it does not take _normalize_small: returns (xhat, rstd, y).
+    Outside a stream it runs on one thread:
     in two halves of the rows on both cores, waiting for both (backend.in_two_halves), the
     toy GPT's step was 2-3% slower, as its passes are short and each hand-over of the GIL
     between the threads costs a wake-up. In a stream nothing waits (backend, "streams")."""
