@@ -1,7 +1,7 @@
 """GELU over a million float32 values: minigrad against PyTorch, exact and tanh forms.
 
 NumPy has no erf, so minigrad's exact GELU reads the normal CDF off a table
-(``minigrad.backend._normal_cdf_float32``); its tanh form needs one exp. This times each,
+(``minigrad.fast.activation._normal_cdf_float32``); its tanh form needs one exp. This times each,
 forward and backward, on one thread and on two, and prints how far each framework's float32
 result is from the same formula in float64 (absolute below 1, relative above).
 
@@ -39,7 +39,7 @@ def inputs(size: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _framework(name: str):
-    """(set_threads, gelu(x, form) -> output with a graph, as_array, tensor(array))."""
+    """(set_threads, get_threads, gelu(x, form) -> output with a graph, as_array, tensor(array))."""
     if name == "minigrad":
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         import minigrad as mg
@@ -47,6 +47,7 @@ def _framework(name: str):
 
         return (
             mg.set_num_threads,
+            mg.get_num_threads,
             lambda x, form: ops.gelu(x, approximate=form),
             lambda t: t.numpy(),
             lambda a, grad: mg.tensor(a, requires_grad=grad),
@@ -55,6 +56,7 @@ def _framework(name: str):
 
     return (
         torch.set_num_threads,
+        torch.get_num_threads,
         lambda x, form: torch.nn.functional.gelu(x, approximate=form),
         lambda t: t.detach().numpy(),
         lambda a, grad: torch.tensor(a, requires_grad=grad),
@@ -65,10 +67,11 @@ def measure(name: str, size: int, calls: int) -> dict:
     """One round in this process: median ms per forward and per backward, for each form and
     thread count, and each form's largest error against the same formula in float64
     (absolute where |GELU(x)| < 1, relative above: float32 keeps 7 digits of a big value)."""
-    set_threads, gelu, as_array, tensor = _framework(name)
+    set_threads, get_threads, gelu, as_array, tensor = _framework(name)
     x_array, grad_array = inputs(size)
     x, upstream = tensor(x_array, True), tensor(grad_array, False)
     result = {}
+    threads_before = get_threads()
     for threads in THREADS:
         set_threads(threads)
         for form in FORMS:
@@ -87,6 +90,7 @@ def measure(name: str, size: int, calls: int) -> dict:
                 statistics.median(forward[1:]) * 1e3,
                 statistics.median(backward[1:]) * 1e3,
             )
+    set_threads(threads_before)
     for form in FORMS:
         want = reference(form, x_array)
         error = np.abs(as_array(gelu(x, form)) - want) / np.maximum(1.0, np.abs(want))

@@ -16,6 +16,7 @@ What it writes, and the minigrad function that draws it:
                                the studies of minigrad.study at their default settings:
                                gradient against depth with and without residuals, post-LN
                                against pre-LN, path lengths, scaled shortcuts, through time
+                               (viz.studies)
 
 Every figure comes from fixed seeds, so running the script again redraws the same pictures.
 """
@@ -34,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # models/ is imported from the checkout, like the examples
 
 from minigrad import study  # noqa: E402
+from minigrad.viz.studies import save_study  # noqa: E402
 from models.commands.graph import write_docs_figure  # noqa: E402
 
 FIGURES = ("graph", "attention", *study.STUDIES)
@@ -55,9 +57,9 @@ def attention_figure(out: Path) -> list[Path]:
 
 
 def study_figure(name: str, out: Path) -> list[Path]:
-    result = study.run(name, out_dir=out)
+    result = study.run(name)
     print(f"study {name}: {'PASSED' if result.passed else 'FAILED'} in {result.seconds:.1f} s")
-    return result.files
+    return save_study(result, out)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -9,7 +9,7 @@ the layers and optimizers to train toy transformers, and tools that draw how gra
 
 import numpy as np
 
-from minigrad import autograd, cuda, host_memory
+from minigrad import autograd, cuda, fast
 from minigrad.autograd import (
     detect_anomaly,
     enable_grad,
@@ -39,6 +39,7 @@ from minigrad.creation import (
     zeros,
     zeros_like,
 )
+from minigrad.fast.threads import get_num_threads, set_num_threads
 from minigrad.ops import (
     abs,
     cat,
@@ -59,7 +60,6 @@ from minigrad.ops import (
 )
 from minigrad.rng import manual_seed
 from minigrad.tensor import Tensor
-from minigrad.threads import get_num_threads, set_num_threads
 
 float32 = np.float32
 float64 = np.float64
@@ -108,7 +108,7 @@ __all__ = [
     "tanh", "sigmoid", "relu", "abs", "clamp", "softmax", "log_softmax", "manual_seed",
     "float32", "float64", "float16", "int64", "int32", "bool_", "bool", "long", "double",
     "sum", "mean", "is_tensor", "set_num_threads", "get_num_threads", "nn", "optim", "viz",
-    "study", "save", "load",
+    "study", "save", "load", "fast",
 ]  # fmt: skip
 
-host_memory.keep_freed_memory()  # no page faults from re-allocating each step's arrays
+from minigrad.fast import kernels as _kernels  # noqa: E402, F401  (registers the kernels)

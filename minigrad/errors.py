@@ -16,3 +16,81 @@ class OutOfRangeError(MinigradError, IndexError):
 
 class DeviceError(MinigradError, RuntimeError):
     """Tensors on different devices, or a device that is not available."""
+
+
+# -- messages in the user's terms: the op, the shapes, the devices ---------------------------
+
+
+def snake_case(name: str) -> str:
+    """An op's class name as the function users call: Add -> add, BroadcastTo -> broadcast_to."""
+    return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
+
+
+def _shapes(tensors) -> str:
+    shapes = [str(tuple(t.shape)) for t in tensors]
+    return " and ".join(shapes) if shapes else "no tensors"
+
+
+def check_same_device(op: str, tensors) -> None:
+    """Raise a DeviceError naming ``op`` where ``tensors`` are not all on one device."""
+    if len({t.device for t in tensors}) > 1:
+        described = " and ".join(f"{tuple(t.shape)} on {t.device}" for t in tensors)
+        raise DeviceError(
+            f"{snake_case(op)}: expected all tensors on the same device, got {described}. "
+            "Move them with .to(device) first."
+        )
+
+
+def op_error(op: str, tensors, error: Exception) -> Exception:
+    """A NumPy/CuPy error raised inside the forward of ``op``, in the user's terms."""
+    message = str(error).splitlines()[0] if str(error) else type(error).__name__
+    name = snake_case(op)
+    if isinstance(error, ValueError) and "broadcast" in message:
+        return ShapeError(f"{name}: shapes {_shapes(tensors)} do not broadcast")
+    if isinstance(error, TypeError):
+        return TypeError(f"{name}: invalid inputs ({_shapes(tensors)}): {message}")
+    kind = OutOfRangeError if isinstance(error, IndexError) else ShapeError
+    return kind(f"{name}: invalid input shapes {_shapes(tensors)}: {message}")
+
+
+def check_finite(op: str, stage: str, arrays, inputs) -> None:
+    """detect_anomaly's check: raise where one of ``arrays`` holds nan or inf."""
+    for array in arrays:
+        if array is None or getattr(array.dtype, "kind", "f") not in "fc":
+            continue
+        if not bool((abs(array) < float("inf")).all()):
+            kind = "nan" if bool((array != array).any()) else "inf"
+            tensors = [t for t in inputs if hasattr(t, "grad_fn")]
+            raise RuntimeError(
+                f"detect_anomaly: {op} {stage} produced {kind} values "
+                f"(input shapes {_shapes(tensors)})"
+            )
+
+
+def backward_of_no_graph() -> RuntimeError:
+    return RuntimeError(
+        "backward: the tensor does not require grad and has no grad_fn: nothing in its "
+        "history requires grad (set requires_grad=True on a leaf, or check for no_grad)"
+    )
+
+
+def backward_of_non_scalar(shape) -> RuntimeError:
+    return RuntimeError(
+        f"backward: grad can be implicitly created only for a scalar output, but the output "
+        f"has shape {shape}; pass gradient= (a tensor of that shape), or reduce the output "
+        "first, e.g. loss = out.sum()"
+    )
+
+
+def gradient_of_wrong_shape(node, arg, grad) -> RuntimeError:
+    position = next(i for i, a in enumerate(node.inputs) if a is arg)
+    return RuntimeError(
+        f"{node.name}.backward returned a gradient of shape {grad.shape} for input "
+        f"{position} of shape {arg.shape}"
+    )
+
+
+def too_few_gradients(node, grads) -> RuntimeError:
+    return RuntimeError(
+        f"{node.name}.backward returned {len(grads)} gradients for {len(node.inputs)} inputs"
+    )

@@ -41,8 +41,8 @@ def build_parser() -> ArgumentParser:
         default=1,
         metavar="N",
         help="threads for NumPy's BLAS (default 1). minigrad splits its big products "
-        "between two threads itself (minigrad/threads.py; MINIGRAD_NUM_THREADS=1 turns "
-        "that off), and holds BLAS at one thread while it does",
+        "between two threads itself (MINIGRAD_NUM_THREADS=1 turns that off), and holds BLAS "
+        "at one thread while it does",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:

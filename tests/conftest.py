@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, settings
 from threadpoolctl import threadpool_limits
 
 import minigrad as mg
-from minigrad import threads
+from minigrad.fast import threads
 
 # `pytest -n 2` already keeps both cores busy; a second BLAS thread per worker would only
 # fight for them (and the toy matrices here are too small to share anyway).

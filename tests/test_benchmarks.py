@@ -9,12 +9,11 @@ import sys
 
 import pytest
 
-import minigrad as mg
-
 # the benchmarks live beside the package, not in it: import them from the repository root
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.train_step import SETTINGS, paired_ratio, run, set_threads  # noqa: E402
+from benchmarks import train_step  # noqa: E402
+from benchmarks.train_step import SETTINGS, paired_ratio  # noqa: E402
 
 
 def test_paired_ratio_divides_neighbours():
@@ -33,18 +32,58 @@ def test_paired_ratio_quartiles_and_few_blocks():
     assert all(math.isnan(v) for v in paired_ratio([], []))
 
 
-def test_train_step_runs_both_frameworks_on_the_same_losses():
-    torch = pytest.importorskip("torch")
-    row = run(SETTINGS["tiny"], steps=8, warmup=1, device="cpu", torch=torch, phases=True)
+def test_train_step_times_each_arm_in_turn_on_the_same_losses(capsys, monkeypatch):
+    pytest.importorskip("torch")
+    monkeypatch.setattr(train_step, "SETTLE_S", 0.05)  # (speed is not tested: a shorter wait)
+    ran = []  # the run's processes, kept as it stops them
+    stop = train_step.Processes.__exit__
+    monkeypatch.setattr(
+        train_step.Processes, "__exit__", lambda self, *exc: (ran.append(self), stop(self, *exc))
+    )
+    rows = train_step.main(
+        ["--configs", "tiny", "--steps", "7", "--warmup", "1", "--phases", "--parallel"]
+        + ["--threads", "1", "--busy", "1", "--minigrad-env", "MINIGRAD_KEEP_FREED_MEMORY=0"]
+        + ["--compare-env", "MINIGRAD_NUM_THREADS=1"]
+    )
+    text = capsys.readouterr().out
+    row = rows["tiny"]
     assert row["loss_drift"] < 1e-5
     assert all(theirs > 0 for _, theirs in row["phases"].values())
     assert row["ratio"] == pytest.approx(row["minigrad_ms"] / row["torch_ms"])
     assert row["block_low"] <= row["block_ratio"] <= row["block_high"]
     assert row["minigrad_saved_mb"] > 0 and row["torch_saved_mb"] > 0
+    for arm in ("parallel", "compare"):  # against the same PyTorch steps
+        assert row[arm]["loss_drift"] < 1e-5
+        assert row[arm]["torch_ms"] == row["torch_ms"]
+        assert row[arm]["ratio"] == pytest.approx(row[arm]["minigrad_ms"] / row["torch_ms"])
+    assert row["compare"]["minigrad_saved_mb"] == pytest.approx(row["minigrad_saved_mb"])
+    for label in ("tiny", "tiny, DataParallel", "tiny, MINIGRAD_NUM_THREADS=1"):
+        assert f"| {label} | " in text and f"| {label} | optimizer | " in text
+    assert "1 busy process beside them" in text
+
+    (processes,) = ran
+    mine, second, theirs = (
+        w.info for w in (processes.minigrad, processes.compare, processes.torch)
+    )
+    # each worker holds its own framework only
+    assert mine["loaded"] == second["loaded"] == ["minigrad"] and theirs["loaded"] == ["torch"]
+    # --threads 1: both frameworks, and NumPy's BLAS, on one thread
+    assert mine["threads"] == theirs["threads"] == 1 and mine["blas"] in ("1", None)
+    # each minigrad worker has its own variables, not the other's
+    assert mine["env"]["MINIGRAD_KEEP_FREED_MEMORY"] == "0"
+    assert second["env"]["MINIGRAD_NUM_THREADS"] == "1"
+    assert mine["env"].get("MINIGRAD_NUM_THREADS") == os.environ.get("MINIGRAD_NUM_THREADS")
+    kept = os.environ.get("MINIGRAD_KEEP_FREED_MEMORY")
+    assert second["env"].get("MINIGRAD_KEEP_FREED_MEMORY") == kept
+    # and nothing it started is left running
+    children = processes.busy + [worker.process for worker in processes.workers()]
+    assert len(children) == 4 and all(child.poll() is not None for child in children)
 
 
 def test_train_step_splits_each_step_into_its_phases():
-    row = run(SETTINGS["tiny"], steps=4, warmup=1, device="cpu", torch=None, phases=True)
+    row = train_step.run(
+        SETTINGS["tiny"], steps=4, warmup=1, device="cpu", with_torch=False, phases=True
+    )
     assert list(row["phases"]) == ["forward", "backward", "optimizer"]
     ours = [ms for ms, _ in row["phases"].values()]
     assert all(ms > 0 for ms in ours)
@@ -53,13 +92,10 @@ def test_train_step_splits_each_step_into_its_phases():
     assert max(ours) < row["minigrad_ms"]
 
 
-def test_train_step_times_a_data_parallel_arm_on_the_same_losses():
-    torch = pytest.importorskip("torch")
-    row = run(SETTINGS["tiny"], steps=4, warmup=1, device="cpu", torch=torch, parallel=True)
-    parallel = row["parallel"]
-    assert parallel["loss_drift"] < 1e-5
-    assert parallel["torch_ms"] == row["torch_ms"]  # the same PyTorch steps for both arms
-    assert parallel["ratio"] == pytest.approx(parallel["minigrad_ms"] / parallel["torch_ms"])
+def test_train_step_env_options_want_key_equals_value(capsys):
+    with pytest.raises(SystemExit):
+        train_step.main(["--compare-env", "MINIGRAD_NUM_THREADS"])
+    assert "expected KEY=VALUE" in capsys.readouterr().err
 
 
 def test_gelu_benchmark_times_both_forms_on_both_thread_counts():
@@ -82,21 +118,3 @@ def test_gelu_benchmark_runs_each_framework_in_a_process_of_its_own(capsys):
     text = capsys.readouterr().out
     assert "GELU over 2,048 float32 values" in text and "| tanh | 2 | forward |" in text
     assert "minigrad" in text
-
-
-def test_train_step_threads_option_puts_both_frameworks_and_blas_on_one_thread():
-    torch = pytest.importorskip("torch")
-    from threadpoolctl import threadpool_info, threadpool_limits
-
-    before = mg.get_num_threads(), torch.get_num_threads()
-    try:
-        with threadpool_limits(limits=2, user_api="blas"):
-            mg.set_num_threads(2)
-            torch.set_num_threads(2)
-            set_threads(1, torch)
-            blas = {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
-            assert mg.get_num_threads() == 1 and torch.get_num_threads() == 1
-            assert blas <= {1}
-    finally:
-        mg.set_num_threads(before[0])
-        torch.set_num_threads(before[1])

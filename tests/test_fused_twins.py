@@ -1,9 +1,10 @@
 """Each fused op against its plain twin, built from primitive ops, forward and backward; and
 the fused ops' numerical stability at inputs of +-1000.
 
-The fused ops (one graph node, hand-derived backward) are the fast path; the twins below are
-the formulas of DESIGN.md written out with + - * / exp log sqrt tanh and indexing. If both
-give the same values and gradients, the fast path computes what the equations say.
+The fused ops (one graph node, hand-derived backward) are written from their derivatives;
+the twins below are the equations written out with + - * / exp log sqrt tanh and indexing.
+If both give the same values and gradients, the fused op computes what the equations say.
+The suite runs this file with the fast layer on and with ``MINIGRAD_REFERENCE=1``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 
 import minigrad as mg
 from minigrad import ops
-from minigrad.backend import erf, reduce_max, row_maxima
+from minigrad.backend import erf
 
 # -- the twins, from primitive ops -----------------------------------------------------------
 
@@ -125,7 +126,7 @@ TARGET = np.array([0, 4, 2, 2])
 TARGET_IGNORED = np.array([0, -100, 2, -1])
 W, B = RNG.standard_normal((6, 5)), RNG.standard_normal(6)
 GAMMA, BETA = RNG.standard_normal(5), RNG.standard_normal(5)
-# big enough for softmax's two halves (backend.PARALLEL_MIN_SIZE)
+# big enough for the kernels' two halves (fast.arrays.PARALLEL_MIN_SIZE)
 X_BIG = RNG.standard_normal((8, 64, 256)) * 3
 X_ROWS = RNG.standard_normal((256, 4, 8))
 GAMMA_BIG, BETA_BIG = RNG.standard_normal(256), RNG.standard_normal(256)
@@ -220,29 +221,6 @@ def test_layer_norm_with_a_frozen_weight(rows, dtype, rtol, device):
         np.testing.assert_allclose(frozen, trained, rtol=rtol, atol=rtol)
 
 
-@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 2e-6)])
-@pytest.mark.parametrize("shape", [(8, 8), (96, 32), (4, 256)])
-def test_layer_norm_small_path_computes_what_the_general_one_does(shape, dtype, rtol):
-    # the small NumPy matrices' path (operands spread out) against the general one
-    from minigrad.ops import normalization
-
-    rng = np.random.default_rng(1)
-    x, grad = (rng.standard_normal(shape).astype(dtype) * 3 + 1 for _ in range(2))
-    weight, bias = (rng.standard_normal(shape[1]).astype(dtype) for _ in range(2))
-    assert normalization._is_small(x, weight, bias)
-    small = normalization._normalize_small(x, weight, bias, 1e-5)
-    general = normalization._normalize_rows(x, weight, bias, 1e-5)
-    for got, want in zip(small, general):
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
-    _, rstd, _ = general
-    xhat = general[0]
-    grad_x, grad_w, grad_b = normalization._grads_small(grad, xhat, rstd, weight)
-    want_x = normalization._input_grad(grad, xhat, rstd, weight, grad * xhat)
-    np.testing.assert_allclose(grad_x, want_x, rtol=rtol, atol=rtol)
-    np.testing.assert_allclose(grad_w, (grad * xhat).sum(axis=0), rtol=rtol, atol=rtol)
-    np.testing.assert_allclose(grad_b, grad.sum(axis=0), rtol=rtol, atol=rtol)
-
-
 # -- numerical stability -----------------------------------------------------------------------
 
 HUGE = np.array([[1000.0, -1000.0, 0.0], [-1000.0, -1000.0, 1000.0], [1000.0, 1000.0, 1000.0]])
@@ -279,35 +257,9 @@ def test_softmax_rows_with_and_without_the_max_shift(dtype, device):
     assert np.isnan(out[3, 5]).all() and out[6, 6, 0] == 1.0
 
 
-@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-15), (np.float32, 1e-7)])
-@pytest.mark.parametrize("shape", [(8, 8), (2, 4, 16, 16), (3, 700)])
-def test_softmax_small_path_computes_what_the_broadcasting_one_does(shape, dtype, rtol):
-    from minigrad import backend
-    from minigrad.ops import activation
-
-    rng = np.random.default_rng(2)
-    x, grad = (rng.standard_normal(shape).astype(dtype) * 4 for _ in range(2))
-    x.reshape(-1)[:3] = [-np.inf, 80.0, -80.0]  # a masked score, big ones
-    assert backend.is_small(x) and x.size < activation.NO_SHIFT_MIN_SIZE
-    results = []
-    for small in (True, False):
-        y, grad_x = np.empty_like(x), np.empty_like(x)
-        if small:
-            activation._softmax_into(x, y, x.ndim - 1)
-            activation._softmax_grad_into(grad, y, grad_x, x.ndim - 1)
-        else:  # the lines the small path replaces, as written for bigger arrays
-            np.subtract(x, x.max(axis=-1, keepdims=True), out=y)
-            np.exp(y, out=y)
-            y /= backend.row_sums(y)
-            np.subtract(grad, backend.sum_of_products(grad, y, (x.ndim - 1,)), out=grad_x)
-            grad_x *= y
-        results.append((y, grad_x))
-    for got, want in zip(*results):
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-30)
-
-
-def test_softmax_takes_the_row_max_only_where_needed(monkeypatch):
-    from minigrad.ops import activation
+@pytest.mark.skipif(not mg.fast.is_enabled(), reason="a property of the fast kernel")
+def test_softmax_kernel_takes_the_row_max_only_where_needed(monkeypatch):
+    from minigrad.fast import activation
 
     calls = []
 
@@ -318,8 +270,7 @@ def test_softmax_takes_the_row_max_only_where_needed(monkeypatch):
 
         return counted_max
 
-    monkeypatch.setattr(activation, "reduce_max", counted(reduce_max))
-    monkeypatch.setattr(activation, "row_maxima", counted(row_maxima))
+    monkeypatch.setattr(activation, "row_maxima", counted(activation.row_maxima))
     x = X_BIG.astype(np.float32)
     ops.softmax(mg.tensor(x), -1)
     assert calls == []  # ordinary scores: no row max at all

@@ -1,43 +1,109 @@
-"""The helper thread (minigrad.threads) and the operations that hand it half their work: each
-must compute what the plain call on one thread computes."""
+"""The helper thread (minigrad.fast.threads) and the routines that hand it half their work
+(minigrad.fast.arrays): each must compute what the plain call on one thread computes, and
+give back what it changes in the process (BLAS's thread count, the switch interval) when it
+goes to sleep."""
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
 import threading
 import time
+import types
 
 import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import backend, threads
+from minigrad.fast import arrays, threads
+
+BIG = arrays.PARALLEL_MIN_SIZE  # values: in_two_halves shares arrays of this size
+WAITED_FOR_CPU_NS = threads._waited_for_cpu_ns  # (the tests below replace it)
+
+
+@pytest.fixture(autouse=True)
+def alone_on_the_cores(monkeypatch):
+    """The helper never backs off here: under `pytest -n 2` the other worker competes for
+    the cores, which the watchdog would rightly read as contention (tested on its own)."""
+    monkeypatch.setattr(threads, "_waited_for_cpu_ns", lambda native_id: None)
+    if threads._helper is not None:
+        monkeypatch.setattr(threads._helper, "_backoff_until", 0.0)
+
+
+def _spinning(helper):
+    if helper is None or not helper.spins:
+        pytest.skip("no pthread spin locks in this C library, or fewer than two CPUs")
+    return helper
 
 
 @pytest.fixture(params=["spinning", "sleeping"])
-def helper(request, two_threads):
+def helper(request, two_threads, monkeypatch):
+    """A helper of either kind: the process's spinning one, or one made as on a C library
+    without spin locks (macOS, Windows, musl), which sleeps on semaphores between tasks."""
     if request.param == "spinning":
-        if not two_threads.spins:
-            pytest.skip("no pthread spin locks in this C library")
-        return two_threads
-    return threads.SleepingHelper()
+        yield _spinning(two_threads)
+        return
+    monkeypatch.setattr(threads, "_SPIN_LOCK", None)
+    sleeping = threads.Helper()
+    assert not sleeping.spins
+    yield sleeping
+    sleeping.park()  # gives the settings back; its two threads sleep from now on
 
 
-def test_run_computes_both_halves_at_once(helper):
+def _wait_until(condition, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def _parked(helper) -> bool:
+    return not helper._awake.is_set()
+
+
+@functools.cache
+def _blas_libraries() -> list:
+    """threadpoolctl's handles on the BLAS libraries loaded here, found once (finding them
+    takes milliseconds; reading their thread counts then takes microseconds, well inside
+    the time an awake helper stays awake)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController().select(user_api="blas").lib_controllers
+
+
+def _blas_threads() -> set:
+    if not _blas_libraries():
+        pytest.skip("no BLAS that threadpoolctl can control")
+    return {library.num_threads for library in _blas_libraries()}
+
+
+def _set_blas_threads(count: int) -> None:
+    for library in _blas_libraries():
+        library.set_num_threads(count)
+
+
+# -- Helper.run ---------------------------------------------------------------------------
+
+
+def test_run_computes_both_halves_at_once_the_second_on_the_helper(helper):
     # the helper's half starts while the caller's half is still running
     started = threading.Event()
-    seen = []
+    ran_on = {}
 
     def second():
+        ran_on["second"] = threading.get_ident()
         started.set()
-        seen.append("second")
 
     def first():
         assert started.wait(timeout=10), "the helper never started its half"
-        seen.append("first")
+        ran_on["first"] = threading.get_ident()
 
     helper.run(second, first)
-    assert sorted(seen) == ["first", "second"]
+    assert ran_on["first"] == threading.get_ident()
+    assert ran_on["second"] != threading.get_ident()
 
 
 def test_an_error_in_either_half_reaches_the_caller_and_the_helper_survives(helper):
@@ -53,167 +119,347 @@ def test_an_error_in_either_half_reaches_the_caller_and_the_helper_survives(help
     assert sorted(out) == [1, 2]
 
 
-def test_a_nested_or_concurrent_run_computes_in_place(two_threads):
-    # a run() inside a run() (or from a second thread while one runs) cannot wait for the
-    # helper, which is busy: it computes both halves itself
+def test_a_nested_run_computes_both_halves_in_place(helper):
+    # a run() inside a run() cannot wait for the helper, which is busy with the outer one
     out = []
-    two_threads.run(
+    helper.run(
         lambda: out.append("outer second"),
-        lambda: two_threads.run(lambda: out.append("inner second"), lambda: out.append("inner")),
+        lambda: helper.run(lambda: out.append("inner second"), lambda: out.append("inner")),
     )
     assert sorted(out) == ["inner", "inner second", "outer second"]
 
 
-def _blas_threads():
-    from threadpoolctl import threadpool_info
+def test_a_run_from_another_thread_meanwhile_computes_both_halves_on_that_thread(helper):
+    ran_on, other = [], []
 
-    counts = [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
-    if not counts:
-        pytest.skip("no BLAS that threadpoolctl can control")
-    return set(counts)
+    def note():
+        ran_on.append(threading.get_ident())
+
+    def other_thread():
+        other.append(threading.get_ident())
+        helper.run(note, note)
+
+    def ask_from_another_thread():
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join(10)
+
+    helper.run(lambda: None, ask_from_another_thread)  # the helper is taken meanwhile
+    assert ran_on == [other[0], other[0]]
 
 
-def test_the_idle_helper_parks_and_wakes_again(two_threads, monkeypatch):
-    if not two_threads.spins:
-        pytest.skip("no pthread spin locks in this C library")
+def test_the_idle_helper_parks_and_wakes_again(helper, monkeypatch):
     monkeypatch.setattr(threads, "IDLE_SECONDS", 0.01)
-    two_threads.run(lambda: None, lambda: None)
-    deadline = time.monotonic() + 10
-    while two_threads._awake.is_set() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not two_threads._awake.is_set(), "the watchdog never parked the idle helper"
+    helper.run(lambda: None, lambda: None)
+    assert _wait_until(lambda: _parked(helper)), "the watchdog never parked the idle helper"
     out = []
-    two_threads.run(lambda: out.append(2), lambda: out.append(1))
+    helper.run(lambda: out.append(2), lambda: out.append(1))
     assert sorted(out) == [1, 2]
 
 
-@pytest.mark.skipif(
-    threads._current_cpu() is None or len(os.sched_getaffinity(0)) < 2,
-    reason="needs sched_getcpu and two CPUs",
-)
-def test_the_helper_keeps_off_the_cpu_of_the_thread_that_made_it():
-    """Woken on its waker's CPU, a spinning helper would share it for a while (see threads);
-    so a new helper's thread is pinned to the process's other CPUs. The thread it runs on
-    reports its own CPU set here."""
-    pinned = {}
-
-    def report(creator_cpu):
-        threads._keep_off(creator_cpu)
-        pinned["cpus"] = os.sched_getaffinity(0)
-
-    cpu, allowed = threads._current_cpu(), os.sched_getaffinity(0)
-    reporter = threading.Thread(target=report, args=(cpu,))
-    reporter.start()
-    reporter.join()
-    assert pinned["cpus"] == allowed - {cpu}
-    assert os.sched_getaffinity(0) == allowed  # the calling thread is never pinned
-    threads._keep_off(None)  # nothing to keep off: nothing changes
-    assert os.sched_getaffinity(0) == allowed
+# -- what the helper changes while it is awake, and gives back -----------------------------
 
 
-@pytest.mark.skipif(
-    threads._current_cpu() is None or len(os.sched_getaffinity(0)) < 2,
-    reason="needs sched_getcpu and two CPUs",
-)
-def test_the_helper_thread_runs_on_all_cpus_but_one(two_threads):
-    if not two_threads.spins:
-        pytest.skip("no pthread spin locks in this C library")
-    two_threads.run(lambda: None, lambda: None)
-    (helper,) = [t for t in threading.enumerate() if t.name == "minigrad-helper"]
-    allowed = os.sched_getaffinity(0)
-    assert len(allowed - os.sched_getaffinity(helper.native_id)) == 1  # (a thread id: Linux)
+def _fresh_start():
+    """The helper parked, the settings as the user left them."""
+    mg.set_num_threads(1)
+    mg.set_num_threads(2)
 
 
-def test_blas_runs_on_one_thread_until_set_num_threads_1(two_threads):
-    if not two_threads.spins:
-        pytest.skip("no pthread spin locks in this C library")
+def test_while_awake_blas_runs_on_one_thread_and_gets_its_count_back_when_parked(two_threads):
+    helper = _spinning(two_threads)
     from threadpoolctl import threadpool_limits
 
-    mg.set_num_threads(1)  # a fresh start: BLAS as it was
+    _fresh_start()
+    _blas_threads()
     with threadpool_limits(limits=2, user_api="blas"):
-        mg.set_num_threads(2)
-        two_threads.run(lambda: None, lambda: None)  # wakes the helper
+        helper.run(lambda: None, lambda: None)  # wakes the helper
         assert _blas_threads() == {1}
-        mg.set_num_threads(1)
+        helper.park()
+        assert _blas_threads() == {2}
+        helper.run(lambda: None, lambda: None)
+        assert _blas_threads() == {1}
+        mg.set_num_threads(1)  # parks it too
         assert _blas_threads() == {2}
 
 
-def test_gil_hand_offs_are_short_until_set_num_threads_1(two_threads):
-    """From the helper's first task on, CPython forces a GIL switch after
-    HANDOFF_SWITCH_INTERVAL, not its default 5 ms; set_num_threads(1) puts the user's
-    interval back."""
-    if not two_threads.spins:
-        pytest.skip("no pthread spin locks in this C library")
-    import sys
-
-    mg.set_num_threads(1)  # a fresh start
+@pytest.mark.parametrize("user_interval", [0.005, 0.01, 1e-4])
+def test_while_awake_gil_hand_offs_are_short_and_the_interval_comes_back(
+    two_threads, user_interval
+):
+    """While the helper is awake, CPython forces a GIL switch after SWITCH_INTERVAL at the
+    latest (not its default 5 ms); parked, the user's interval is back. A user's interval
+    shorter than that is left alone."""
+    helper = _spinning(two_threads)
     before = sys.getswitchinterval()
     try:
-        sys.setswitchinterval(0.005)
-        mg.set_num_threads(2)
-        two_threads.run(lambda: None, lambda: None)  # wakes the helper
-        assert sys.getswitchinterval() == pytest.approx(threads.HANDOFF_SWITCH_INTERVAL)
-        mg.set_num_threads(1)
-        assert sys.getswitchinterval() == pytest.approx(0.005)
+        _fresh_start()
+        sys.setswitchinterval(user_interval)
+        helper.run(lambda: None, lambda: None)
+        want = min(user_interval, threads.SWITCH_INTERVAL)
+        assert sys.getswitchinterval() == pytest.approx(want)
+        helper.park()
+        assert sys.getswitchinterval() == pytest.approx(user_interval)
     finally:
-        mg.set_num_threads(2)
+        helper.park()
         sys.setswitchinterval(before)
+
+
+def test_a_setting_the_user_changed_while_the_helper_was_awake_stays(two_threads):
+    helper = _spinning(two_threads)
+    from threadpoolctl import threadpool_limits
+
+    before = sys.getswitchinterval()
+    _blas_threads()
+    try:
+        _fresh_start()
+        with threadpool_limits(limits=2, user_api="blas"):
+            helper.run(lambda: None, lambda: None)
+            sys.setswitchinterval(0.02)
+            _set_blas_threads(3)
+            helper.park()
+            assert sys.getswitchinterval() == pytest.approx(0.02)
+            assert _blas_threads() == {3}
+    finally:
+        sys.setswitchinterval(before)
+
+
+# -- backing off under contention ---------------------------------------------------------
+
+
+def test_a_product_while_the_helper_parks_for_a_backoff_leaves_blas_as_it_was(
+    two_threads, monkeypatch
+):
+    """The watchdog starts a backoff, then parks the helper. A product in between runs BLAS
+    on one thread itself (arrays.matmul while backing off), and is still running when the
+    park gives BLAS its count back: once it is done, BLAS must have that count."""
+    helper = _spinning(two_threads)
+    from threadpoolctl import threadpool_limits
+
+    _fresh_start()
+    _blas_threads()
+    product = arrays._product
+
+    def product_during_the_park(*args):
+        helper.park()  # the watchdog, meanwhile
+        return product(*args)
+
+    a = _random((256, 256), np.float64)
+    with threadpool_limits(limits=2, user_api="blas"):
+        helper.run(lambda: None, lambda: None)  # awake: BLAS on one thread
+        monkeypatch.setattr(helper, "_backoff_until", time.monotonic() + 60)  # contention seen
+        monkeypatch.setattr(arrays, "_product", product_during_the_park)
+        np.testing.assert_allclose(arrays.matmul(a, a), a @ a, rtol=1e-12)
+        assert _blas_threads() == {2}
+
+
+def test_under_contention_the_helper_backs_off_parked_and_computes_in_place(
+    two_threads, monkeypatch
+):
+    helper = _spinning(two_threads)
+    _fresh_start()
+    monkeypatch.setattr(threads, "IDLE_SECONDS", 0.01)
+    monkeypatch.setattr(helper, "_backoff_until", 0.0)  # (put back after the test)
+    monkeypatch.setattr(helper, "_backoff", 30.0)  # long enough to look at
+    # every thread waits for a CPU half of the time: more than CONTENDED_FRACTION
+    monkeypatch.setattr(threads, "_waited_for_cpu_ns", lambda tid: time.monotonic_ns() // 2)
+
+    def busy():
+        helper.run(lambda: None, lambda: time.sleep(0.001))
+        return helper.backing_off()
+
+    assert _wait_until(busy), "the helper never backed off"
+    assert threads.backing_off() and _parked(helper)
+    ran_on = []
+    helper.run(lambda: ran_on.append(threading.get_ident()), lambda: None)
+    assert ran_on == [threading.get_ident()]  # both halves here, the helper stays asleep
+    assert arrays._helper_for(1 << 30, np.zeros((2, 2))) is None
+
+
+def test_contention_is_the_share_of_the_time_spent_waiting_for_a_cpu(monkeypatch):
+    """The watchdog's look: contended when a thread waited for a CPU more than
+    CONTENDED_FRACTION of the time since the last look."""
+    share = {"now": 0.0}  # of the time the (one, here) thread waits, from the last look on
+    clock = {"waited_ns": 0, "at_ns": time.monotonic_ns()}
+
+    def waited_for_cpu_ns(native_id):
+        now = time.monotonic_ns()
+        clock["waited_ns"] += int(share["now"] * (now - clock["at_ns"]))
+        clock["at_ns"] = now
+        return clock["waited_ns"]
+
+    monkeypatch.setattr(threads, "_waited_for_cpu_ns", waited_for_cpu_ns)
+    watched = types.SimpleNamespace(_helper_id=None, _caller=threading.get_native_id())
+    looks = {}
+    assert not threads.Helper._contended(watched, looks)  # a first look: nothing to compare
+    fraction = threads.CONTENDED_FRACTION
+    for waiting, contended in [(fraction / 4, False), (fraction * 3, True), (0.0, False)]:
+        share["now"] = waiting
+        time.sleep(0.02)
+        assert threads.Helper._contended(watched, looks) is contended, waiting
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="Linux's /proc")
+def test_the_wait_for_a_cpu_is_read_from_proc():
+    waited = WAITED_FOR_CPU_NS(threading.get_native_id())
+    assert isinstance(waited, int) and waited >= 0
+    assert WAITED_FOR_CPU_NS(-1) is None  # no such thread
+
+
+# -- set_num_threads ----------------------------------------------------------------------
 
 
 def test_set_num_threads_turns_the_helper_off_and_on(two_threads):
     mg.set_num_threads(1)
     assert mg.get_num_threads() == 1 and threads.helper() is None
+    assert mg.fast.get_num_threads() == 1  # the same setting
     mg.set_num_threads(8)  # minigrad uses at most two
     assert mg.get_num_threads() == 2 and threads.helper() is two_threads
-    for wrong in (0, -1, 1.5, True, "2"):
-        with pytest.raises(ValueError, match="set_num_threads"):
-            mg.set_num_threads(wrong)
+
+
+@pytest.mark.parametrize("wrong", [0, -1, 1.5, True, "2", None])
+def test_set_num_threads_wants_a_positive_int(wrong):
+    with pytest.raises(ValueError, match="set_num_threads"):
+        mg.set_num_threads(wrong)
+
+
+@pytest.mark.parametrize(
+    "setting, want", [("1", 1), ("2", 2), ("16", 2), ("0", None), ("two", None), ("", None)]
+)
+def test_minigrad_num_threads_sets_the_default(monkeypatch, setting, want):
+    monkeypatch.setenv("MINIGRAD_NUM_THREADS", setting)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert threads._default_threads() == (want if want is not None else min(cores, 2))
+
+
+# -- in_two_halves ------------------------------------------------------------------------
+
+
+def _add_and_note(noted):
+    """fn for in_two_halves: out = a + b, noting the thread and the rows of each call."""
+
+    def fn(a, b, out):
+        noted.append((threading.get_ident(), a.shape[0]))
+        np.add(a, b, out=out)
+
+    return fn
+
+
+@pytest.mark.parametrize("rows", [2, 3, 257, BIG])
+def test_in_two_halves_computes_the_plain_call_on_both_threads(two_threads, rows):
+    _spinning(two_threads)
+    rng = np.random.default_rng(rows)
+    a, b = rng.standard_normal((rows, -(-BIG // rows))), rng.standard_normal(-(-BIG // rows))
+    b = np.broadcast_to(b, a.shape)  # any array of the rows' shape
+    out, noted = np.empty_like(a), []
+    arrays.in_two_halves(_add_and_note(noted), a, b, out)
+    np.testing.assert_array_equal(out, a + b)
+    assert sorted(n for _, n in noted) == sorted([rows // 2, rows - rows // 2])
+    assert {t for t, _ in noted} - {threading.get_ident()}, "no half ran on the helper"
+
+
+@pytest.mark.parametrize(
+    "why, shape",
+    [("small", (64, 64)), ("one row", (1, BIG)), ("one thread", (BIG // 64, 64))],
+)
+def test_in_two_halves_makes_the_plain_call_where_sharing_does_not_pay(two_threads, why, shape):
+    if why == "one thread":
+        mg.set_num_threads(1)
+    a = np.ones(shape)
+    out, noted = np.empty_like(a), []
+    arrays.in_two_halves(_add_and_note(noted), a, a, out)
+    np.testing.assert_array_equal(out, 2 * a)
+    assert noted == [(threading.get_ident(), shape[0])]
+
+
+def test_only_the_main_thread_hands_work_to_the_helper(two_threads):
+    # another thread (nn.DataParallel's second half) computes its arrays itself
+    _spinning(two_threads)
+    a = np.ones((BIG // 64, 64))
+    out, noted, idents = np.empty_like(a), [], []
+
+    def other():
+        idents.append(threading.get_ident())
+        arrays.in_two_halves(_add_and_note(noted), a, a, out)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join(10)
+    np.testing.assert_array_equal(out, 2 * a)
+    assert noted == [(idents[0], a.shape[0])]
+
+
+# -- matmul and matmul_pair ---------------------------------------------------------------
+
+
+def _random(shape, dtype, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def _tolerance(dtype):
+    return {"rtol": 1e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-12}
+
+
+@pytest.fixture
+def split_products(two_threads, monkeypatch):
+    """Every product big enough to share, the toy ones of these tests included."""
+    _spinning(two_threads)
+    monkeypatch.setattr(arrays, "PRODUCT_MIN_SIZE", 1)
 
 
 @pytest.mark.parametrize(
     "shape_a, shape_b",
     [
         ((512, 64), (64, 96)),  # rows of a matrix
+        ((5, 64), (64, 8)),  # an odd number of rows
         ((6, 64, 48), (6, 48, 80)),  # matrices of a batch
         ((2, 3, 64, 64), (2, 3, 64, 64)),  # a batch of batches
         ((3, 300, 40), (40, 50)),  # a broadcast b: left to NumPy
+        ((1, 40), (40, 50)),  # one row: nothing to split
+        ((40,), (40, 50)),  # a vector: nothing to split
     ],
 )
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_matmul_in_halves_equals_one_product(two_threads, monkeypatch, shape_a, shape_b, dtype):
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal(shape_a).astype(dtype)
-    b = rng.standard_normal(shape_b).astype(dtype)
-    monkeypatch.setattr(backend, "PRODUCT_MIN_SIZE", 1)  # split even these small products
-    tolerance = 1e-5 if dtype == np.float32 else 1e-12
-    np.testing.assert_allclose(backend.matmul(a, b), a @ b, rtol=tolerance, atol=tolerance)
-    # transposed views, as the products of backward take them
-    at, bt = np.ascontiguousarray(a.swapaxes(-1, -2)), np.ascontiguousarray(b.swapaxes(-1, -2))
-    np.testing.assert_allclose(
-        backend.matmul(at.swapaxes(-1, -2), bt.swapaxes(-1, -2)),
-        a @ b,
-        rtol=tolerance,
-        atol=tolerance,
-    )
+def test_matmul_equals_one_product(split_products, shape_a, shape_b, dtype):
+    a, b = _random(shape_a, dtype, 0), _random(shape_b, dtype, 1)
+    got = arrays.matmul(a, b)
+    assert got.shape == (a @ b).shape and got.dtype == dtype
+    np.testing.assert_allclose(got, a @ b, **_tolerance(dtype))
+    if a.ndim >= 2:  # transposed views, as the products of backward take them
+        at = np.ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2)
+        bt = np.ascontiguousarray(b.swapaxes(-1, -2)).swapaxes(-1, -2)
+        np.testing.assert_allclose(arrays.matmul(at, bt), a @ b, **_tolerance(dtype))
+
+
+def test_matmul_of_mixed_dtypes_promotes_as_numpy(split_products):
+    a, b = _random((300, 40), np.float32), _random((40, 50), np.float64)
+    got = arrays.matmul(a, b)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, a @ b, rtol=1e-6)
 
 
 @pytest.mark.parametrize("split", [True, False])
-def test_matmul_adds_a_row_to_the_product(two_threads, monkeypatch, split):
-    rng = np.random.default_rng(1)
-    a, b, row = (
-        rng.standard_normal((300, 40)),
-        rng.standard_normal((40, 50)),
-        rng.standard_normal(50),
-    )
-    monkeypatch.setattr(backend, "PRODUCT_MIN_SIZE", 1 if split else 1 << 40)
-    np.testing.assert_allclose(backend.matmul(a, b, add=row), a @ b + row, rtol=1e-12)
+def test_matmul_adds_a_row_and_writes_into_out(two_threads, monkeypatch, split):
+    _spinning(two_threads)
+    monkeypatch.setattr(arrays, "PRODUCT_MIN_SIZE", 1 if split else 1 << 40)
+    a, b, row = _random((300, 40), np.float64, 0), _random((40, 50), np.float64, 1), None
+    row = _random(50, np.float64, 2)
+    np.testing.assert_allclose(arrays.matmul(a, b, add=row), a @ b + row, rtol=1e-12)
+    out = np.full((300, 50), np.nan)
+    assert arrays.matmul(a, b, add=row, out=out) is out
+    np.testing.assert_allclose(out, a @ b + row, rtol=1e-12)
 
 
-def test_matmul_pair_computes_both_products_each_on_its_own_thread(two_threads, monkeypatch):
-    rng = np.random.default_rng(2)
-    a1, b1 = rng.standard_normal((8, 64, 32)), rng.standard_normal((8, 32, 64))
-    a2, b2 = rng.standard_normal((200, 30)), rng.standard_normal((30, 70))
-    monkeypatch.setattr(backend, "PRODUCT_MIN_SIZE", 1)
+def test_a_big_matmul_runs_half_on_the_helper(split_products, monkeypatch):
+    calls = []
+    run = threads.helper().run
+    monkeypatch.setattr(threads.helper(), "run", lambda s, f: (calls.append(1), run(s, f)))
+    a, b = _random((512, 64), np.float64), _random((64, 96), np.float64)
+    np.testing.assert_allclose(arrays.matmul(a, b), a @ b, rtol=1e-12)
+    assert calls == [1]
+
+
+def _noting_where_the_second_runs(monkeypatch):
     callers = set()
     helper = threads.helper()
     run = helper.run
@@ -226,26 +472,88 @@ def test_matmul_pair_computes_both_products_each_on_its_own_thread(two_threads, 
         run(second_noted, first)
 
     monkeypatch.setattr(helper, "run", watched_run)
-    first, second = backend.matmul_pair((a1, b1), (a2, b2))
+    return callers
+
+
+def test_matmul_pair_computes_both_products_each_on_its_own_thread(split_products, monkeypatch):
+    a1, b1 = _random((8, 64, 32), np.float64, 0), _random((8, 32, 64), np.float64, 1)
+    a2, b2 = _random((200, 30), np.float64, 2), _random((30, 70), np.float64, 3)
+    callers = _noting_where_the_second_runs(monkeypatch)
+    first, second = arrays.matmul_pair((a1, b1), (a2, b2))
     np.testing.assert_allclose(first, a1 @ b1, rtol=1e-12)
     np.testing.assert_allclose(second, a2 @ b2, rtol=1e-12)
     assert callers and threading.get_ident() not in callers  # the second ran on the helper
-    # a missing pair gives None; the other product is still computed
-    assert backend.matmul_pair(None, (a2, b2))[0] is None
-    np.testing.assert_allclose(backend.matmul_pair((a1, b1), None)[0], a1 @ b1, rtol=1e-12)
 
 
-def _assert_two_threads_match_one(value_and_grads, monkeypatch):
-    """value_and_grads() with every product split between the threads, then on one thread."""
-    monkeypatch.setattr(backend, "PRODUCT_MIN_SIZE", 1)
+def test_matmul_pair_gives_none_for_a_missing_pair(split_products):
+    a1, b1 = _random((64, 32), np.float64, 0), _random((32, 64), np.float64, 1)
+    missing, product = arrays.matmul_pair(None, (a1, b1))
+    assert missing is None
+    np.testing.assert_allclose(product, a1 @ b1, rtol=1e-12)
+    product, missing = arrays.matmul_pair((a1, b1), None)
+    assert missing is None
+    np.testing.assert_allclose(product, a1 @ b1, rtol=1e-12)
+    assert arrays.matmul_pair(None, None) == (None, None)
+
+
+def test_matmul_pair_of_different_dtypes_computes_each_on_its_own(split_products):
+    a1, b1 = _random((64, 32), np.float32, 0), _random((32, 64), np.float32, 1)
+    a2, b2 = _random((64, 32), np.float64, 2), _random((32, 64), np.float64, 3)
+    first, second = arrays.matmul_pair((a1, b1), (a2, b2))
+    assert first.dtype == np.float32 and second.dtype == np.float64
+    np.testing.assert_allclose(first, a1 @ b1, **_tolerance(np.float32))
+    np.testing.assert_allclose(second, a2 @ b2, **_tolerance(np.float64))
+
+
+# -- ops on two threads compute what they compute on one ----------------------------------
+
+
+def _assert_two_threads_match_one(value_and_grads, exact=False):
+    """value_and_grads() with the helper (every product split), then on one thread."""
     split = value_and_grads()
     mg.set_num_threads(1)
     plain = value_and_grads()
     for ours, theirs in zip(split, plain):
-        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+        if exact:
+            np.testing.assert_array_equal(ours, theirs)
+        else:
+            np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
 
 
-def test_attention_products_on_two_threads_match_one(two_threads, monkeypatch):
+def _value_and_grad_of(op, x, grad):
+    def value_and_grad():
+        y = op(x)
+        y.backward(grad)
+        result = (y.numpy().copy(), x.grad.numpy().copy())
+        x.grad = None
+        return result
+
+    return value_and_grad
+
+
+def _layer_norm(x):
+    weight = mg.linspace(0.5, 1.5, x.shape[-1])
+    return mg.ops.layer_norm(x, (x.shape[-1],), weight, mg.ones(x.shape[-1]))
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        pytest.param(lambda x: mg.ops.gelu(x), id="gelu"),
+        pytest.param(lambda x: mg.ops.gelu(x, "tanh"), id="gelu_tanh"),
+        pytest.param(lambda x: x.softmax(-1), id="softmax"),
+        pytest.param(_layer_norm, id="layer_norm"),
+    ],
+)
+def test_elementwise_and_row_ops_on_two_threads_match_one_exactly(two_threads, op):
+    # in_two_halves is a fast path: the same values as one call on the whole array
+    _spinning(two_threads)
+    x = mg.randn(4, 300, 300, requires_grad=True)  # 360,000 values: above PARALLEL_MIN_SIZE
+    assert x.numel() >= 2 * arrays.PARALLEL_MIN_SIZE
+    _assert_two_threads_match_one(_value_and_grad_of(op, x, mg.randn(4, 300, 300)), exact=True)
+
+
+def test_attention_products_on_two_threads_match_one(split_products):
     q = mg.randn(2, 4, 64, 32, requires_grad=True)
     k = mg.randn(2, 4, 64, 32, requires_grad=True)
     grad = mg.randn(2, 4, 64, 64)
@@ -257,10 +565,10 @@ def test_attention_products_on_two_threads_match_one(two_threads, monkeypatch):
         q.grad = k.grad = None
         return result
 
-    _assert_two_threads_match_one(value_and_grads, monkeypatch)
+    _assert_two_threads_match_one(value_and_grads)
 
 
-def test_a_linear_layer_on_two_threads_matches_one(two_threads, monkeypatch):
+def test_a_linear_layer_on_two_threads_matches_one(split_products):
     layer = mg.nn.Linear(64, 48)
     x = mg.randn(4, 128, 64, requires_grad=True)
     grad = mg.randn(4, 128, 48)
@@ -273,176 +581,58 @@ def test_a_linear_layer_on_two_threads_matches_one(two_threads, monkeypatch):
         x.grad = layer.weight.grad = layer.bias.grad = None
         return result
 
-    _assert_two_threads_match_one(value_and_grads, monkeypatch)
+    _assert_two_threads_match_one(value_and_grads)
 
 
-def test_adamw_on_two_threads_matches_one(two_threads, monkeypatch):
-    def train(threads_count):
-        mg.set_num_threads(threads_count)
+def test_adamw_on_two_threads_matches_one_exactly(two_threads):
+    _spinning(two_threads)
+
+    def train():
         mg.manual_seed(0)
-        param = mg.nn.Parameter(mg.randn(300, 300))  # above PARALLEL_MIN_SIZE
-        opt = mg.optim.AdamW([param], lr=0.1)
+        big = mg.nn.Parameter(mg.randn(400, 400))  # above PARALLEL_MIN_SIZE: in two halves
+        small = [mg.nn.Parameter(mg.randn(30, 30)) for _ in range(2)]  # updated together
+        opt = mg.optim.AdamW([big, *small], lr=0.1)
         for step in range(3):
-            param.grad = mg.full((300, 300), float(step + 1)) - param.detach()
+            for param in (big, *small):
+                param.grad = mg.full(param.shape, float(step + 1)) - param.detach()
             opt.step()
-        return param.numpy().copy()
+        return [param.numpy().copy() for param in (big, *small)]
 
-    assert 300 * 300 >= backend.PARALLEL_MIN_SIZE // 2
-    monkeypatch.setattr(backend, "PARALLEL_MIN_SIZE", 1 << 10)
-    np.testing.assert_array_equal(train(2), train(1))
+    assert 400 * 400 >= arrays.PARALLEL_MIN_SIZE
+    _assert_two_threads_match_one(train, exact=True)
 
 
-def test_the_helper_survives_fork(two_threads):
-    # start the helper
-    backend.in_two_halves(lambda a: a.__iadd__(1), np.zeros(1 << 18), writes=(0,))
+# -- fork ---------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_makes_its_own_helper(two_threads):
+    _spinning(two_threads)
+
+    def add_one(a):
+        a += 1
+
+    arrays.in_two_halves(add_one, np.zeros(2 * BIG))  # the parent's helper is awake
     pid = os.fork()
-    if pid == 0:  # the child: a new helper, not a hang on the parent's dead thread
+    if pid == 0:  # the child: a new helper, not a hang on the parent's thread, absent here
         try:
-            out = np.zeros(1 << 18)
-            backend.in_two_halves(lambda a: a.__iadd__(1), out, writes=(0,))
-            os._exit(0 if out.min() == 1 else 1)
+            out = np.zeros(2 * BIG)
+            arrays.in_two_halves(add_one, out)
+            fresh = threads.helper() is not two_threads
+            os._exit(0 if out.min() == out.max() == 1 and fresh else 1)
         except BaseException:
             os._exit(2)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert _exit_code_of(pid, seconds=30) == 0
 
 
-def _spinning(helper):
-    if not helper.spins:
-        pytest.skip("no pthread spin locks in this C library")
-    return helper
-
-
-def _post(helper, task) -> bool:
-    """helper.post(task), tried again while the watchdog holds the helper (parking it)."""
-    deadline = time.monotonic() + 10
-    while not helper.post(task):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.001)
-    return True
-
-
-def test_posted_tasks_run_in_order_and_finish_posted_waits_for_them(two_threads):
-    helper = _spinning(two_threads)
-    done = []
-    for i in range(5):
-        assert _post(helper, lambda i=i: (time.sleep(0.002), done.append(i)))
-    helper.finish_posted()
-    assert done == [0, 1, 2, 3, 4]
-    # a run() by the thread that posted waits for its posts as well: they come first
-    assert _post(helper, lambda: (time.sleep(0.01), done.append("posted")))
-    helper.run(lambda: done.append("second"), lambda: None)
-    assert done[-2:] == ["posted", "second"]
-    helper.finish_posted()
-    helper.finish_posted()  # nothing posted: nothing to wait for
-
-
-def test_an_error_in_a_posted_task_reaches_finish_posted(two_threads):
-    helper = _spinning(two_threads)
-
-    def fail():
-        raise ValueError("posted task failed")
-
-    done = []
-    assert _post(helper, fail)
-    assert helper.post(lambda: done.append("after"))  # the queue goes on
-    with pytest.raises(ValueError, match="posted task failed"):
-        helper.finish_posted()
-    assert done == ["after"]
-    assert _post(helper, lambda: done.append("again"))  # and the helper is free again
-    helper.finish_posted()
-    assert done == ["after", "again"]
-
-
-def test_a_second_thread_cannot_post_while_the_first_has_posts(two_threads):
-    helper = _spinning(two_threads)
-    release = threading.Event()
-    assert _post(helper, lambda: release.wait(10))
-    answers, out = [], []
-
-    def other():
-        answers.append(helper.post(lambda: None))  # refused: the caller computes it itself
-        helper.run(lambda: out.append(2), lambda: out.append(1))  # both halves in place
-
-    thread = threading.Thread(target=other)
-    thread.start()
-    thread.join(10)
-    release.set()
-    helper.finish_posted()
-    assert answers == [False] and sorted(out) == [1, 2]
-    assert _post(helper, lambda: None)
-    threads.finish_posted()
-
-
-def test_backward_posts_the_weight_gradients_and_hands_them_on_complete(two_threads, monkeypatch):
-    helper = _spinning(two_threads)
-    monkeypatch.setattr(backend, "PRODUCT_MIN_SIZE", 1)
-    posted = []
-    post = helper.post
-
-    def slow_post(task):  # slow tasks: a gradient read before the wait would be garbage
-        if "weight_grads" in task.__qualname__:
-            posted.append(task)
-        return post(lambda: (time.sleep(0.005), task()))
-
-    monkeypatch.setattr(helper, "post", slow_post)
-    layer = mg.nn.Linear(64, 48)
-    x = mg.randn(4, 128, 64, requires_grad=True)
-    grad = mg.randn(4, 128, 48)
-    seen_by_hook = []
-    layer.weight.register_hook(lambda g: seen_by_hook.append(g.numpy().copy()))
-
-    def grads_of(y):
-        y.backward(grad)
-        result = [g.numpy().copy() for g in (x.grad, layer.weight.grad, layer.bias.grad)]
-        x.grad = layer.weight.grad = layer.bias.grad = None
-        return result
-
-    twice = grads_of(layer(x) + layer(x))
-    assert posted, "the weight gradients were not posted"
-    once = grads_of(layer(x))
-    assert len(posted) == 3
-    np.testing.assert_allclose(twice[1], 2 * once[1], rtol=1e-5, atol=1e-5)  # a leaf used twice
-    np.testing.assert_allclose(seen_by_hook[-1], once[1])  # hooks see the finished gradient
-    g, xv = grad.numpy().reshape(-1, 48), x.numpy().reshape(-1, 64)
-    np.testing.assert_allclose(once[1], g.T @ xv, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(once[2], g.sum(axis=0), rtol=1e-4, atol=1e-4)
-    with mg.autograd.detect_anomaly():  # checks each gradient as it comes: after the wait
-        np.testing.assert_allclose(grads_of(layer(x))[1], once[1])
-
-
-def test_an_error_in_backward_leaves_the_helper_free(two_threads, monkeypatch):
-    helper = _spinning(two_threads)
-    monkeypatch.setattr(backend, "PRODUCT_MIN_SIZE", 1)
-
-    class Fails(mg.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x.copy()
-
-        @staticmethod
-        def backward(ctx, grad):
-            raise ArithmeticError("backward failed")
-
-    layer = mg.nn.Linear(64, 48)
-    x = mg.randn(256, 64, requires_grad=True)
-    y = layer(x) + Fails.apply(layer(x))  # the Linear posts before Fails' backward runs
-    with pytest.raises(ArithmeticError, match="backward failed"):
-        y.sum().backward()
-    assert helper._poster is None
-    assert _post(helper, lambda: None)
-    helper.finish_posted()
-
-
-def test_a_run_nested_in_a_posting_threads_run_computes_in_place(two_threads):
-    # with posts queued, a run() inside a run() must not take the outer run's signal
-    helper = _spinning(two_threads)
-    out = []
-    assert _post(helper, lambda: time.sleep(0.005))
-    helper.run(
-        lambda: (time.sleep(0.01), out.append("outer second")),
-        lambda: helper.run(lambda: out.append("inner second"), lambda: out.append("inner")),
-    )
-    assert sorted(out) == ["inner", "inner second", "outer second"]
-    helper.finish_posted()
+def _exit_code_of(pid: int, seconds: float):
+    """The child's exit code; a child that hangs is killed (and reported as "hung")."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.01)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    return "hung"

@@ -65,10 +65,10 @@ def edge_labels(dot) -> list:
 
 
 def test_record_grads_is_off_by_default_and_restored():
-    assert modes.record_edge_grads is False
+    assert modes.node_observer is None
     with record_grads():
-        assert modes.record_edge_grads is True
-    assert modes.record_edge_grads is False
+        assert modes.node_observer is not None
+    assert modes.node_observer is None
 
 
 def test_backward_outside_record_grads_records_nothing():

@@ -1,28 +1,22 @@
 """Grad mode: whether ops record the graph, and the other switches of the autograd engine.
 
 These flags are minigrad's one piece of global mutable state (besides the RNG). Each is set
-only through a context manager, which restores the old value on exit. As in PyTorch, each
-thread has its own: a thread starts with grad on (``nn.DataParallel`` hands its threads the
-caller's flags).
+only through a context manager, which restores the old value on exit. As in PyTorch, they
+are local to the thread that sets them (``threading.local``).
 """
 
 from __future__ import annotations
 
-import functools
+import copy
 import threading
+from contextlib import ContextDecorator
 
 
 class _Modes(threading.local):
     grad_enabled = True  # ops record the graph for backward
     anomaly = False  # check every forward and backward result for nan / inf
-    record_edge_grads = False  # backward keeps, per edge, the norm of the gradient it carried
     retain_graph = False  # inside backward: whether the nodes keep their saved arrays
-
-    def get(self) -> tuple:
-        return self.grad_enabled, self.anomaly, self.record_edge_grads, self.retain_graph
-
-    def set(self, flags: tuple) -> None:
-        self.grad_enabled, self.anomaly, self.record_edge_grads, self.retain_graph = flags
+    node_observer = None  # called as observer(node, input_grads) after each node's backward
 
 
 modes = _Modes()
@@ -32,11 +26,10 @@ def is_grad_enabled() -> bool:
     return modes.grad_enabled
 
 
-class _SetFlag:
+class SetFlag(ContextDecorator):
     """Context manager (and decorator) that sets one flag of ``modes`` and restores it."""
 
-    flag = ""
-    value = True
+    flag, value = "", True
 
     def __enter__(self):
         self._previous = getattr(modes, self.flag)
@@ -47,28 +40,23 @@ class _SetFlag:
         setattr(modes, self.flag, self._previous)
         return False
 
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self.__class__():
-                return fn(*args, **kwargs)
-
-        return wrapper
+    def _recreate_cm(self):  # as a decorator: a fresh one per call (calls may nest)
+        return copy.copy(self)
 
 
-class no_grad(_SetFlag):
+class no_grad(SetFlag):
     """Inside ``with mg.no_grad():`` ops record nothing and their results need no grad."""
 
     flag, value = "grad_enabled", False
 
 
-class enable_grad(_SetFlag):
+class enable_grad(SetFlag):
     """Turn graph recording back on, for example inside a ``no_grad`` block."""
 
     flag, value = "grad_enabled", True
 
 
-class set_grad_enabled(_SetFlag):
+class set_grad_enabled(SetFlag):
     """``with mg.set_grad_enabled(flag):`` records the graph only if ``flag`` is true."""
 
     flag = "grad_enabled"
@@ -77,7 +65,7 @@ class set_grad_enabled(_SetFlag):
         self.value = bool(mode)
 
 
-class detect_anomaly(_SetFlag):
+class detect_anomaly(SetFlag):
     """Raise at the first op whose forward or backward produces nan or inf, naming the op."""
 
     flag, value = "anomaly", True

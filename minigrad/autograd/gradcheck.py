@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minigrad.backend import array_module
 from minigrad.tensor import Tensor
 
 
@@ -69,7 +70,7 @@ def _analytic_jacobian(output, x):
         x.grad = None
         seed = np.zeros(output.numel(), dtype=output.dtype)
         seed[j] = 1.0
-        seed_tensor = Tensor._make(output.as_same_kind(seed.reshape(output.shape)).data)
+        seed_tensor = _like(output, seed.reshape(output.shape))
         output.backward(seed_tensor, retain_graph=True)
         rows.append(np.zeros(x.numel()) if x.grad is None else x.grad.numpy().reshape(-1))
     x.grad = None
@@ -131,7 +132,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3)
         total = None
         for out, v in zip(outs, grad_outputs):
             if out.requires_grad:
-                term = (out * out.as_same_kind(v)).sum()
+                term = (out * _like(out, v)).sum()
                 total = term if total is None else total + term
         if total is not None:
             total.backward(create_graph=True)
@@ -145,3 +146,8 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3)
         return grads
 
     return gradcheck(first_derivatives, inputs, eps=eps, atol=atol, rtol=rtol)
+
+
+def _like(tensor, values) -> Tensor:
+    """``values`` as a constant Tensor of tensor's device and dtype."""
+    return Tensor._make(array_module(tensor.data).asarray(values, dtype=tensor.dtype))

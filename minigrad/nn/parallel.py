@@ -17,7 +17,7 @@ go of the GIL inside its loops and products.
     loss = next_token_loss(logits, y)  # (models.gpt) the loss of the whole batch
     loss.backward()                    # then both halves' graphs, on both threads
 
-Without it, minigrad shares each big op between two threads (``minigrad.threads``): one
+Without it, minigrad shares each big op between two threads (``minigrad.fast``): one
 hand-off per product or softmax, 84 in a training step of benchmarks/train_step.py's
 ``small`` GPT, while the many short ops (LayerNorm's passes, the residual additions) run on
 one core. Here the work changes hands twice a step and every op runs on both cores, but the
@@ -46,13 +46,13 @@ same run without DataParallel.
 from __future__ import annotations
 
 import threading
-import weakref
 
-from minigrad import ops, rng, threads
-from minigrad.autograd.engine import run_backward
-from minigrad.autograd.function import Context, Function, _record
+from minigrad import ops, rng
+from minigrad.autograd.engine import walk
+from minigrad.autograd.function import Context, Function, record
 from minigrad.autograd.grad_mode import modes
 from minigrad.backend import array_module, is_numpy
+from minigrad.fast.threads import get_num_threads
 from minigrad.nn.module import Module, _record_call
 from minigrad.tensor import Tensor
 
@@ -73,7 +73,7 @@ class DataParallel(Module):
         return _forward_in_halves(self.module, inputs, tensors, self.dim)
 
     def _splits(self, tensors) -> bool:
-        if not tensors or threads.helper() is None:
+        if not tensors or get_num_threads() < 2:
             return False
         if any(not is_numpy(t.data) or t.ndim <= self.dim for t in tensors):
             return False
@@ -149,10 +149,9 @@ def _forward_in_halves(module, inputs, tensors, dim):
         else:
             tensor_outputs.append(Tensor._make(array))
     grad_outputs = [t for t, keep in zip(tensor_outputs, differentiable) if keep]
+    needs_grad = tuple([t.requires_grad for t in tensors] + [True] * len(parameters))
+    record(ctx, DataParallelCall, (*tensors, *parameters), needs_grad, grad_outputs)
     ctx.output_specs = tuple((t.shape, t.dtype, array_module(t.data)) for t in grad_outputs)
-    needs_grad = [t.requires_grad for t in tensors] + [True] * len(parameters)
-    output_refs = tuple([weakref.ref(t) for t in grad_outputs])
-    _record(ctx, DataParallelCall, (*tensors, *parameters), needs_grad, output_refs)
     # the node is the model's call as well (as if the model had made it): minigrad.viz names
     # the parameters after the model, also once a temporary DataParallel wrapper is gone
     _record_call(module, grad_outputs, ctx.seq, ctx.seq + 1)
@@ -161,9 +160,8 @@ def _forward_in_halves(module, inputs, tensors, dim):
 
 class DataParallelCall(Function):
     """The graph node of one DataParallel call. Its backward seeds each half's graph with
-    its share of dL/d(outputs), walks both graphs at once (the parameters' ``.grad`` collect
-    both halves' sums), and returns the gradients of the call's inputs, the halves'
-    joined."""
+    its share of dL/d(outputs), walks both graphs at once, and returns the gradients of the
+    call's inputs (the halves' joined) and of the parameters (the halves' summed)."""
 
     @staticmethod
     def backward(ctx, *grads):
@@ -183,53 +181,59 @@ class DataParallelCall(Function):
                 parts = _split(grad, sizes, dim)
             for index in (0, 1):
                 seeds[index].append(parts[index])
-        for leaf in (*halves.inputs[0], *halves.inputs[1]):
-            leaf.grad = None
-        retain, lock = modes.retain_graph, threading.Lock()
+        retain, leaf_grads = modes.retain_graph, [{}, {}]
 
         def backward_half(index):
             roots = [(o, s) for o, s in zip(halves.outputs[index], seeds[index]) if o.requires_grad]
             if roots:
-                run_backward(*zip(*roots), retain, False, leaf_lock=lock)
+                leaf_grads[index] = walk(*zip(*roots), retain, False)
 
         _on_both_threads(backward_half)
 
-        input_grads = []
+        def grad_of(leaf, index):
+            found = leaf_grads[index].get(id(leaf))
+            return None if found is None else found[1]
+
+        input_grads = []  # each input's: its two halves' joined
         for first, second in zip(*halves.inputs):
             if not first.requires_grad:
                 input_grads.append(None)
                 continue
-            parts = [
-                leaf.grad if leaf.grad is not None else leaf.zeros_like_detached()
-                for leaf in (first, second)
-            ]
+            parts = [grad_of(leaf, i) for i, leaf in enumerate((first, second))]
+            parts = [p if p is not None else leaf.zeros_like_detached() for p, leaf in
+                     zip(parts, (first, second))]  # fmt: skip
             input_grads.append(ops.cat(parts, dim=dim))
-        return (*input_grads, *[None] * (len(ctx.inputs) - len(input_grads)))
+        param_grads = []  # each parameter's: the sum of the two halves' (dL/dθ above)
+        for param in ctx.inputs[len(input_grads) :]:
+            parts = [g for g in (grad_of(param, 0), grad_of(param, 1)) if g is not None]
+            param_grads.append(None if not parts else parts[0] if len(parts) == 1 else
+                               parts[0] + parts[1])  # fmt: skip
+        return (*input_grads, *param_grads)
 
 
 def _on_both_threads(run_half) -> None:
-    """run_half(0) on this thread and run_half(1) on the helper thread, at the same time,
-    each with this thread's grad mode and without handing work on (threads.alone)."""
-    flags = modes.get()
+    """run_half(0) and run_half(1) on two threads at the same time, each with this thread's
+    grad mode."""
+    names = ("grad_enabled", "anomaly", "retain_graph", "node_observer")
+    flags = {name: getattr(modes, name) for name in names}
+    errors = []
 
     def as_caller(index):
-        def task():
-            own = modes.get()
-            modes.set(flags)
-            try:
-                with threads.alone():
-                    run_half(index)
-            finally:
-                modes.set(own)
+        for name, value in flags.items():
+            setattr(modes, name, value)
+        try:
+            run_half(index)
+        except BaseException as error:
+            errors.append(error)
 
-        return task
-
-    helper = threads.helper()
-    if helper is None:  # on one thread since the forward: one half after the other
-        run_half(0)
-        run_half(1)
-        return
-    helper.run(as_caller(1), as_caller(0))
+    second = threading.Thread(target=as_caller, args=(1,), name="minigrad-data-parallel")
+    second.start()
+    try:
+        as_caller(0)
+    finally:
+        second.join()
+    if errors:
+        raise errors[0]
 
 
 def _split(value, sizes, dim):

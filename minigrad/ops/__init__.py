@@ -54,3 +54,7 @@ __all__ = [
     "sigmoid", "softmax", "split", "sqrt", "squeeze", "stack", "sub", "sum", "sum_to", "tanh",
     "to_device", "transpose", "tril", "triu", "unsqueeze", "var", "where",
 ]  # fmt: skip
+
+# Last, as they need the ops above: attach the Tensor methods that call them (t + u, t.exp(),
+# t += u ...); tensor.py itself imports no op.
+from minigrad.ops import inplace, tensor_methods  # noqa: F401  (imported for what they attach)

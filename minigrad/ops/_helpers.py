@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad.backend import array_module
-from minigrad.errors import OutOfRangeError
+from minigrad.errors import DeviceError, OutOfRangeError
+from minigrad.tensor import Tensor
 
 
 def xp_of(array):
@@ -69,3 +70,32 @@ def sum_array_to(x, shape: tuple):
 def kept_shape(shape: tuple, dims: tuple) -> tuple:
     """The shape a reduction over ``dims`` has with keepdim=True: those dims set to 1."""
     return tuple(1 if axis in dims else size for axis, size in enumerate(shape))
+
+
+def as_tensor_like(like: Tensor, value) -> Tensor:
+    """``value`` (a Tensor, array, list or number) as a Tensor on like's device, a float one
+    in like's float dtype (float32 if ``like`` is not a float tensor)."""
+    if isinstance(value, Tensor):
+        return on_same_device(like, value)
+    array = array_module(like.data).asarray(value)
+    if array.dtype.kind == "f" or array.dtype == np.float64:
+        array = array.astype(like.dtype if like.dtype.kind == "f" else np.float32, copy=False)
+    return Tensor._make(array)
+
+
+def as_index(like: Tensor, value) -> Tensor:
+    """Integer indices (a Tensor, array or list) as an int64 Tensor on like's device."""
+    if isinstance(value, Tensor):
+        return on_same_device(like, value)
+    array = array_module(like.data).asarray(value)
+    return Tensor._make(array.astype(np.int64) if array.dtype.kind in "iu" else array)
+
+
+def on_same_device(like: Tensor, other: Tensor) -> Tensor:
+    """``other`` as it is, or a DeviceError if it lives on another device than ``like``."""
+    if type(other.data) is not type(like.data) and other.device != like.device:
+        raise DeviceError(
+            f"expected both tensors on the same device, got {like.shape} on {like.device} "
+            f"and {other.shape} on {other.device}; move one with .to(device)"
+        )
+    return other

@@ -13,20 +13,16 @@ import math
 import numpy as np
 
 from minigrad.autograd.function import Function
-from minigrad.backend import ufunc_in_halves
 from minigrad.ops._helpers import shape_of
 from minigrad.ops.shape import sum_to
 
 
 class Add(Function):
     # y = a + b;  dL/da = g,  dL/db = g  (each summed back to its own shape)
-    streams = True  # (backend, "streams": the residual additions of a transformer block)
-
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = shape_of(a), shape_of(b)
-        y = ufunc_in_halves(np.add, a, b)
-        return a + b if y is None else y
+        return a + b
 
     @staticmethod
     def backward(ctx, grad):
@@ -53,8 +49,6 @@ class Sub(Function):
 
 class Mul(Function):
     # y = a * b;  dL/da = g * b,  dL/db = g * a
-    streams = True  # (backend, "streams": attention's Q / sqrt(d_k))
-
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = shape_a, shape_b = shape_of(a), shape_of(b)
@@ -63,8 +57,7 @@ class Mul(Function):
         ctx.save_for_backward(
             a if shape_b is not None else None, b if shape_a is not None else None
         )
-        y = ufunc_in_halves(np.multiply, a, b)
-        return a * b if y is None else y
+        return a * b
 
     @staticmethod
     def backward(ctx, grad):

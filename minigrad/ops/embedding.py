@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from minigrad.autograd.function import Function
-from minigrad.backend import index_add, index_range
+from minigrad.backend import index_add
 from minigrad.errors import OutOfRangeError
-from minigrad.ops._helpers import xp_of
+from minigrad.ops._helpers import as_index, xp_of
 
 
 class Embedding(Function):
@@ -13,14 +13,12 @@ class Embedding(Function):
     @staticmethod
     def forward(ctx, indices, weight):
         count = weight.shape[0]
-        if indices.size:
-            lowest, highest = index_range(indices)
-            if lowest < 0 or highest >= count:
-                bad = indices[(indices < 0) | (indices >= count)].ravel()[0]
-                raise OutOfRangeError(
-                    f"embedding: index {int(bad)} is out of range for {count} embeddings "
-                    f"(weight of shape {weight.shape})"
-                )
+        if indices.size and (indices.min() < 0 or indices.max() >= count):
+            bad = indices[(indices < 0) | (indices >= count)].ravel()[0]
+            raise OutOfRangeError(
+                f"embedding: index {int(bad)} is out of range for {count} embeddings "
+                f"(weight of shape {weight.shape})"
+            )
         ctx.save_for_backward(indices)
         ctx.weight_shape = weight.shape
         return weight[indices]
@@ -60,7 +58,7 @@ class Dropout(Function):
 
 def embedding(indices, weight):
     """Rows of ``weight`` (num_embeddings, dim) picked by integer ``indices`` of any shape."""
-    indices = weight.as_index(indices)
+    indices = as_index(weight, indices)
     if indices.dtype.kind not in "iu":
         raise TypeError(f"embedding: indices must be integers (int64), got {indices.dtype}")
     return Embedding.apply(indices, weight)

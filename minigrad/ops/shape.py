@@ -9,19 +9,16 @@ broadcasting op sends gradients back to its inputs' shapes.
 from __future__ import annotations
 
 from minigrad.autograd.function import Function
-from minigrad.backend import reshaped
 from minigrad.errors import ShapeError
 from minigrad.ops._helpers import normalize_dim, sum_array_to, xp_of
 
 
 class Reshape(Function):
     # y = x viewed as `shape`;  dL/dx = reshape(g, x.shape)
-    streams = True  # a view reads nothing (backend.reshaped waits where it must copy)
-
     @staticmethod
     def forward(ctx, x, shape):
         ctx.input_shape = x.shape
-        return reshaped(x, shape)
+        return x.reshape(shape)
 
     @staticmethod
     def backward(ctx, grad):
@@ -30,8 +27,6 @@ class Reshape(Function):
 
 class Permute(Function):
     # y = x with axes reordered;  dL/dx = g with the inverse order
-    streams = True  # a view: reads nothing
-
     @staticmethod
     def forward(ctx, x, axes):
         ctx.axes = axes

@@ -7,6 +7,7 @@ in terms of the output y, which forward already computed.
 from __future__ import annotations
 
 from minigrad.autograd.function import Function
+from minigrad.backend import ignore_overflow
 from minigrad.ops._helpers import xp_of
 
 
@@ -69,9 +70,8 @@ class Sigmoid(Function):
     # y = 1 / (1 + e^-x);  dL/dx = g * y * (1 - y)
     @staticmethod
     def forward(ctx, x):
-        from minigrad.ops.activation import sigmoid_of_negated
-
-        y = sigmoid_of_negated(xp_of(x).asarray(-x))
+        with ignore_overflow(x):  # e^-x = inf for x < -88 (float32) gives y = 0: right
+            y = 1.0 / (1.0 + xp_of(x).exp(-x))
         ctx.save_for_backward(y)
         return y
 

@@ -16,10 +16,18 @@ norm per edge costs a pass over every gradient.
 
 from __future__ import annotations
 
-from minigrad.autograd.grad_mode import _SetFlag
+from minigrad.autograd.grad_mode import SetFlag
 
 
-class record_grads(_SetFlag):
+def note_edge_norms(node, input_grads) -> None:
+    """The engine's observer of each node's backward (``modes.node_observer``)."""
+    node.edge_grad_norms = [
+        grad.norm_value() if needed and grad is not None else None
+        for needed, grad in zip(node.needs_input_grad, input_grads)
+    ]
+
+
+class record_grads(SetFlag):
     """Context manager (or decorator): backward records each edge's gradient norm."""
 
-    flag, value = "record_edge_grads", True
+    flag, value = "node_observer", staticmethod(note_edge_norms)

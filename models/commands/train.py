@@ -7,6 +7,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
+import minigrad as mg
 from models.commands.options import (
     nonnegative_float,
     nonnegative_int,
@@ -110,6 +111,9 @@ def run(args: argparse.Namespace) -> int:
         config = resumed_config(load_run_config(RunDir.existing(resume)), explicit)
     else:
         config = config_for_task(explicit.pop("task", "grammar"), **explicit)
+    # a process that does little but train: freed arrays stay in it for the next step
+    # (MINIGRAD_KEEP_FREED_MEMORY=0 turns this off)
+    mg.fast.keep_freed_memory()
     result = train(config, out=out, resume=resume)
     return report(result)
 

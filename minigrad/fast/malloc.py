@@ -1,4 +1,5 @@
-"""Keep freed memory in the process for the next training step (Linux with glibc).
+"""Keep freed memory in the process for the next training step (Linux with glibc): an
+opt-in setting, for a process that does little but train (``minigrad train`` sets it).
 
 NumPy gets its arrays from ``malloc``. By default glibc serves a big request (over 128 KiB
 at first) with a fresh ``mmap`` and returns it to the OS on ``free``; it also gives back
@@ -7,10 +8,10 @@ frees the same megabytes of activations and gradients every time, so the kernel 
 of their 4 KiB pages in again, zeroed: about 7,000 page faults per step of the ``small``
 GPT of ``benchmarks/train_step.py``. With the two thresholds raised, freed blocks stay in
 the heap and the next step reuses them: no page faults after the first step, and that
-step 5-30% faster on a 2-core machine (alternating runs, ``benchmarks/README.md``).
+step faster (``benchmarks/README.md``, "Page faults").
 
 The price: the process holds on to its peak memory until it exits, as PyTorch's caching
-allocators do. ``MINIGRAD_KEEP_FREED_MEMORY=0`` in the environment leaves malloc as it is.
+allocators do. ``MINIGRAD_KEEP_FREED_MEMORY=0`` in the environment makes this a no-op.
 """
 
 from __future__ import annotations

@@ -1,0 +1,589 @@
+"""The Tensor's methods that call an op: ``t + u``, ``t @ w``, ``t[i]``, ``t.exp()``,
+``t.sum(dim)``, ``t.reshape(...)``, ``t.to("cuda")``, ``t == u``...
+
+They live here, not in tensor.py, so that imports go one way: tensor.py defines what a
+Tensor is and imports no op; the ops import Tensor, and this module, imported last by the
+ops package, attaches the methods that call them. Each method is a plain function of
+``self`` below (``add_operator`` becomes ``Tensor.__add__``, ``exp_method`` becomes
+``Tensor.exp``), and the table at the end of the file attaches them, one line each.
+In-place updates (``t += u``, ``t.add_(u)``, ``t[i] = v``) are in ops/inplace.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad import backend
+from minigrad.errors import ShapeError
+from minigrad.ops import (
+    activation,
+    arithmetic,
+    conversion,
+    indexing,
+    linalg,
+    reduce,
+    triangle,
+    unary,
+)
+from minigrad.ops import shape as shape_ops  # (``shape`` is an argument's name below)
+from minigrad.ops._helpers import as_tensor_like
+from minigrad.ops.shape import _shape_arg as shape_arg
+from minigrad.tensor import Tensor
+
+# -- operands: what a Tensor may meet in an operator ----------------------------------------
+
+
+def operand(self: Tensor, other):
+    """A Tensor or Python number to combine with self (arrays and lists become Tensors)."""
+    if isinstance(other, Tensor):
+        return other
+    if isinstance(other, np.generic):  # np.float64(2.0) acts as 2.0: it never upcasts float32
+        return other.item()
+    if isinstance(other, (int, float, bool)):
+        return other
+    if isinstance(other, complex):
+        raise TypeError("complex numbers are not supported")
+    return as_tensor_like(self, other)
+
+
+def promoted(self: Tensor, other) -> Tensor:
+    """An integer tensor meeting a float number turns float32 first, as in PyTorch."""
+    if isinstance(other, float) and self.data.dtype.kind in "biu":
+        return self.float()
+    if isinstance(other, Tensor) and other.dtype.kind == "f" and self.dtype.kind in "biu":
+        return self.to(other.dtype)
+    return self
+
+
+# -- arithmetic operators: t + u, 2 * t, t @ w, -t ------------------------------------------
+
+
+def add_operator(self, other):
+    other = operand(self, other)
+    return arithmetic.add(promoted(self, other), other)
+
+
+def radd_operator(self, other):
+    other = operand(self, other)
+    return arithmetic.add(other, promoted(self, other))
+
+
+def sub_operator(self, other):
+    other = operand(self, other)
+    return arithmetic.sub(promoted(self, other), other)
+
+
+def rsub_operator(self, other):
+    other = operand(self, other)
+    return arithmetic.sub(other, promoted(self, other))
+
+
+def mul_operator(self, other):
+    other = operand(self, other)
+    return arithmetic.mul(promoted(self, other), other)
+
+
+def rmul_operator(self, other):
+    other = operand(self, other)
+    return arithmetic.mul(other, promoted(self, other))
+
+
+def truediv_operator(self, other):
+    other = operand(self, other)
+    return arithmetic.div(promoted(self, 1.0), other)
+
+
+def rtruediv_operator(self, other):
+    other = operand(self, other)
+    return arithmetic.div(other, promoted(self, 1.0))
+
+
+def pow_operator(self, other):
+    other = operand(self, other)
+    return arithmetic.pow(promoted(self, other), other)
+
+
+def rpow_operator(self, other):
+    other = operand(self, other)
+    return arithmetic.pow(other, promoted(self, 1.0))
+
+
+def matmul_operator(self, other):
+    return linalg.matmul(self, operand(self, other))
+
+
+def rmatmul_operator(self, other):
+    return linalg.matmul(operand(self, other), self)
+
+
+def neg_operator(self):
+    return arithmetic.neg(self)
+
+
+def getitem_operator(self, index):
+    return indexing.getitem(self, index)
+
+
+# -- comparisons: bool tensors, no gradient -------------------------------------------------
+
+
+def compare(self, other, comparison):
+    """``comparison(self.data, other)`` as a bool Tensor outside the graph."""
+    other = other.data if isinstance(other, Tensor) else other
+    try:
+        return Tensor._make(comparison(self.data, other))
+    except ValueError as error:
+        raise ShapeError(
+            f"comparison: shapes {self.shape} and {np.shape(other)} do not broadcast ({error})"
+        ) from None
+
+
+def eq_operator(self, other):
+    return compare(self, other, lambda a, b: a == b)
+
+
+def ne_operator(self, other):
+    return compare(self, other, lambda a, b: a != b)
+
+
+def lt_operator(self, other):
+    return compare(self, other, lambda a, b: a < b)
+
+
+def le_operator(self, other):
+    return compare(self, other, lambda a, b: a <= b)
+
+
+def gt_operator(self, other):
+    return compare(self, other, lambda a, b: a > b)
+
+
+def ge_operator(self, other):
+    return compare(self, other, lambda a, b: a >= b)
+
+
+def and_operator(self, other):
+    return compare(self, other, lambda a, b: a & b)
+
+
+def or_operator(self, other):
+    return compare(self, other, lambda a, b: a | b)
+
+
+def invert_operator(self):
+    return Tensor._make(~self.data)
+
+
+# -- elementwise math -----------------------------------------------------------------------
+
+
+def exp_method(self):
+    return unary.exp(self)
+
+
+def log_method(self):
+    return unary.log(self)
+
+
+def sqrt_method(self):
+    return unary.sqrt(self)
+
+
+def tanh_method(self):
+    return unary.tanh(self)
+
+
+def sigmoid_method(self):
+    return unary.sigmoid(self)
+
+
+def relu_method(self):
+    return unary.relu(self)
+
+
+def abs_method(self):
+    return unary.abs(self)
+
+
+def clamp_method(self, min=None, max=None):  # noqa: A002
+    return unary.clamp(self, min, max)
+
+
+def softmax_method(self, dim=-1):
+    return activation.softmax(self, dim)
+
+
+def log_softmax_method(self, dim=-1):
+    return activation.log_softmax(self, dim)
+
+
+# -- reductions -----------------------------------------------------------------------------
+
+
+def sum_method(self, dim=None, keepdim=False):
+    return reduce.sum(self, dim, keepdim)
+
+
+def mean_method(self, dim=None, keepdim=False):
+    return reduce.mean(self, dim, keepdim)
+
+
+def var_method(self, dim=None, unbiased=True, keepdim=False, correction=None):
+    return reduce.var(self, dim, unbiased, keepdim, correction)
+
+
+def std_method(self, dim=None, unbiased=True, keepdim=False):
+    return reduce.var(self, dim, unbiased, keepdim).sqrt()
+
+
+def amax_method(self, dim=None, keepdim=False):
+    return reduce.amax(self, dim, keepdim)
+
+
+def max_method(self, dim=None, keepdim=False):
+    """max() of the whole tensor; max(dim) gives (values, indices) as in PyTorch."""
+    if dim is None:
+        return reduce.amax(self)
+    return conversion.MaxResult(reduce.amax(self, dim, keepdim), self.argmax(dim, keepdim))
+
+
+def min_method(self, dim=None, keepdim=False):
+    if dim is None:
+        return -reduce.amax(-self)
+    return conversion.MaxResult(-reduce.amax(-self, dim, keepdim), self.argmin(dim, keepdim))
+
+
+def norm_method(self):
+    """The L2 norm of all entries, sqrt(sum x^2)."""
+    return (self * self).sum().sqrt()
+
+
+# -- shape ----------------------------------------------------------------------------------
+
+
+def reshape_method(self, *shape):
+    return shape_ops.reshape(self, *shape)
+
+
+def view_method(self, *shape):
+    return shape_ops.reshape(self, *shape)
+
+
+def transpose_method(self, dim0: int, dim1: int):
+    return shape_ops.transpose(self, dim0, dim1)
+
+
+def permute_method(self, *dims):
+    return shape_ops.permute(self, *dims)
+
+
+def T_property(self):
+    if self.ndim != 2:
+        raise ValueError(f".T needs a 2-D tensor, got shape {self.shape}; use .transpose()")
+    return shape_ops.transpose(self, 0, 1)
+
+
+def mT_property(self):
+    return shape_ops.transpose(self, -2, -1)
+
+
+def unsqueeze_method(self, dim: int):
+    return shape_ops.unsqueeze(self, dim)
+
+
+def squeeze_method(self, dim=None):
+    return shape_ops.squeeze(self, dim)
+
+
+def flatten_method(self, start_dim: int = 0, end_dim: int = -1):
+    return shape_ops.flatten(self, start_dim, end_dim)
+
+
+def expand_method(self, *shape):
+    shape = shape_arg(shape)
+    lead = len(shape) - self.ndim
+    full = tuple(s if s != -1 else self.shape[i - lead] for i, s in enumerate(shape))
+    if lead < 0 or any(s != n and s != 1 for s, n in zip(self.shape, full[lead:])):
+        raise ShapeError(f"expand: cannot expand a tensor of shape {self.shape} to {full}")
+    return shape_ops.broadcast_to(self, full)
+
+
+def contiguous_method(self):
+    return self
+
+
+# -- indexing, linear algebra, copies -------------------------------------------------------
+
+
+def masked_fill_method(self, mask, value):
+    return indexing.masked_fill(self, mask, value)
+
+
+def split_method(self, split_size, dim: int = 0):
+    return indexing.split(self, split_size, dim)
+
+
+def chunk_method(self, chunks: int, dim: int = 0):
+    return indexing.chunk(self, chunks, dim)
+
+
+def matmul_method(self, other):
+    return linalg.matmul(self, other)
+
+
+def clone_method(self):
+    """A copy in new memory, still in the graph: the gradient flows back unchanged."""
+    return conversion.clone(self)
+
+
+def tril_method(self, diagonal: int = 0):
+    """The lower triangle of the last two dims; see ``mg.tril``."""
+    return triangle.tril(self, diagonal)
+
+
+def triu_method(self, diagonal: int = 0):
+    """The upper triangle of the last two dims; see ``mg.triu``."""
+    return triangle.triu(self, diagonal)
+
+
+# -- device and dtype -----------------------------------------------------------------------
+
+
+def to_method(self, *args, **kwargs) -> Tensor:
+    """``t.to("cuda")``, ``t.to(mg.float64)`` or both; differentiable."""
+    device, dtype = backend.device_and_dtype(args, kwargs)
+    result = self
+    if dtype is not None and dtype != self.dtype:
+        result = conversion.cast(result, dtype)
+    if device is not None and device != result.device:
+        result = conversion.to_device(result, device)
+    return result
+
+
+def cpu_method(self) -> Tensor:
+    return self.to("cpu")
+
+
+def cuda_method(self) -> Tensor:
+    return self.to("cuda")
+
+
+def float_method(self) -> Tensor:
+    return self.to(np.float32)
+
+
+def double_method(self) -> Tensor:
+    return self.to(np.float64)
+
+
+def long_method(self) -> Tensor:
+    return self.to(np.int64)
+
+
+def bool_method(self) -> Tensor:
+    return self.to(np.bool_)
+
+
+def type_as_method(self, other: Tensor) -> Tensor:
+    return self.to(other.dtype)
+
+
+# -- non-differentiable helpers -------------------------------------------------------------
+
+
+def argmax_method(self, dim=None, keepdim=False):
+    return Tensor._make(as_array(self.data.argmax(axis=dim, keepdims=keepdim), self.data))
+
+
+def argmin_method(self, dim=None, keepdim=False):
+    return Tensor._make(as_array(self.data.argmin(axis=dim, keepdims=keepdim), self.data))
+
+
+def sign_method(self):
+    return Tensor._make(backend.array_module(self.data).sign(self.data))
+
+
+def any_method(self):
+    return Tensor._make(as_array(self.data.any(), self.data))
+
+
+def all_method(self):
+    return Tensor._make(as_array(self.data.all(), self.data))
+
+
+def as_array(value, like):
+    """NumPy reductions give scalars (np.int64); keep tensors' data as arrays."""
+    if isinstance(value, np.generic) or not hasattr(value, "shape"):
+        return backend.array_module(like).asarray(value)
+    return value
+
+
+# -- Python's protocols and PyTorch's conveniences: printing, len(), float(), size() ...
+# (none forwards to an op; they live here so that tensor.py holds what a tensor is)
+
+
+def size_method(self, dim=None):
+    return self.shape if dim is None else self.shape[dim]
+
+
+def dim_method(self) -> int:
+    return self.data.ndim
+
+
+def nbytes_property(self) -> int:
+    """Bytes the values take: numel() times the size of one (as torch.Tensor.nbytes)."""
+    return int(self.data.nbytes)
+
+
+def len_protocol(self) -> int:
+    if self.ndim == 0:
+        raise TypeError("len() of a 0-d tensor")
+    return self.shape[0]
+
+
+def repr_protocol(self) -> str:
+    body = np.array2string(self.numpy(), separator=", ", precision=4, prefix="tensor(")
+    extras = []
+    if self.device != "cpu":
+        extras.append(f"device='{self.device}'")
+    if self.dtype not in (np.float32, np.int64, np.bool_):
+        extras.append(f"dtype={self.dtype}")
+    if self.grad_fn is not None:
+        extras.append(f"grad_fn=<{self.grad_fn.name}>")
+    elif self.requires_grad:
+        extras.append("requires_grad=True")
+    return "tensor(" + ", ".join([body] + extras) + ")"
+
+
+def tolist_method(self):
+    return self.numpy().tolist()
+
+
+def float_protocol(self) -> float:
+    return float(self.item())
+
+
+def int_protocol(self) -> int:
+    return int(self.item())
+
+
+def bool_protocol(self) -> bool:
+    if self.numel() != 1:
+        raise RuntimeError(
+            f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any() or .all()"
+        )
+    return bool(self.item())
+
+
+def zeros_like_detached(self) -> Tensor:
+    """Zeros of self's shape, dtype and device, with no graph."""
+    return Tensor._make(backend.array_module(self.data).zeros_like(self.data))
+
+
+def norm_value(self) -> float:
+    """The L2 norm as a Python float (no graph)."""
+    flat = self.data.reshape(-1)
+    return float(backend.array_module(flat).sqrt((flat.astype(np.float64) ** 2).sum()))
+
+
+# -- the table: which function becomes which Tensor method ----------------------------------
+# arithmetic operators (Python looks them up on the class, so setting them there works)
+Tensor.__add__ = add_operator
+Tensor.__radd__ = radd_operator
+Tensor.__sub__ = sub_operator
+Tensor.__rsub__ = rsub_operator
+Tensor.__mul__ = mul_operator
+Tensor.__rmul__ = rmul_operator
+Tensor.__truediv__ = truediv_operator
+Tensor.__rtruediv__ = rtruediv_operator
+Tensor.__pow__ = pow_operator
+Tensor.__rpow__ = rpow_operator
+Tensor.__matmul__ = matmul_operator
+Tensor.__rmatmul__ = rmatmul_operator
+Tensor.__neg__ = neg_operator
+Tensor.__getitem__ = getitem_operator
+
+# comparisons (elementwise; tensor.py keeps __hash__ = object.__hash__, hashing by identity)
+Tensor.__eq__ = eq_operator
+Tensor.__ne__ = ne_operator
+Tensor.__lt__ = lt_operator
+Tensor.__le__ = le_operator
+Tensor.__gt__ = gt_operator
+Tensor.__ge__ = ge_operator
+Tensor.__and__ = and_operator
+Tensor.__or__ = or_operator
+Tensor.__invert__ = invert_operator
+
+# elementwise math
+Tensor.exp = exp_method
+Tensor.log = log_method
+Tensor.sqrt = sqrt_method
+Tensor.tanh = tanh_method
+Tensor.sigmoid = sigmoid_method
+Tensor.relu = relu_method
+Tensor.abs = abs_method
+Tensor.clamp = clamp_method
+Tensor.softmax = softmax_method
+Tensor.log_softmax = log_softmax_method
+
+# reductions
+Tensor.sum = sum_method
+Tensor.mean = mean_method
+Tensor.var = var_method
+Tensor.std = std_method
+Tensor.amax = amax_method
+Tensor.max = max_method
+Tensor.min = min_method
+Tensor.norm = norm_method
+
+# shape
+Tensor.reshape = reshape_method
+Tensor.view = view_method
+Tensor.transpose = transpose_method
+Tensor.permute = permute_method
+Tensor.T = property(T_property)
+Tensor.mT = property(mT_property)
+Tensor.unsqueeze = unsqueeze_method
+Tensor.squeeze = squeeze_method
+Tensor.flatten = flatten_method
+Tensor.expand = expand_method
+Tensor.contiguous = contiguous_method
+
+# indexing, linear algebra, copies
+Tensor.masked_fill = masked_fill_method
+Tensor.split = split_method
+Tensor.chunk = chunk_method
+Tensor.matmul = matmul_method
+Tensor.clone = clone_method
+Tensor.tril = tril_method
+Tensor.triu = triu_method
+
+# device and dtype
+Tensor.to = to_method
+Tensor.cpu = cpu_method
+Tensor.cuda = cuda_method
+Tensor.float = float_method
+Tensor.double = double_method
+Tensor.long = long_method
+Tensor.bool = bool_method
+Tensor.type_as = type_as_method
+
+# non-differentiable helpers
+Tensor.argmax = argmax_method
+Tensor.argmin = argmin_method
+Tensor.sign = sign_method
+Tensor.any = any_method
+Tensor.all = all_method
+
+# Python's protocols and PyTorch's conveniences
+Tensor.__repr__ = repr_protocol
+Tensor.__len__ = len_protocol
+Tensor.__float__ = float_protocol
+Tensor.__int__ = int_protocol
+Tensor.__bool__ = bool_protocol
+Tensor.size = size_method
+Tensor.dim = dim_method
+Tensor.nbytes = property(nbytes_property)
+Tensor.tolist = tolist_method
+Tensor.zeros_like_detached = zeros_like_detached
+Tensor.norm_value = norm_value
