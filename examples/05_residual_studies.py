@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from minigrad import study
+from minigrad.viz.studies import save_study
 
 # small enough to run in seconds, large enough that every required check holds
 SETTINGS = {
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
         print(result.checks_markdown())
         verdict = "PASSED" if result.passed else "FAILED"
         print(f"study {name}: {verdict} in {time.perf_counter() - start:.1f} s")
-        for path in result.write(folder):
+        for path in save_study(result, folder):  # the tables and the figure
             print(f"wrote {path}")
 
 

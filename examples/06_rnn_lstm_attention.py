@@ -28,6 +28,7 @@ from pathlib import Path
 
 from minigrad import study
 from minigrad.study.common import format_value
+from minigrad.viz.studies import save_study
 
 SETTINGS = dict(seeds=(0, 1), length=48, hidden=32, n_heads=4)
 QUICK = dict(seeds=(0,), length=12, hidden=8, n_heads=2)
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
     for model in result.columns[1:]:
         print(f"   {model:32s} {format_value(far[model])}")
     print(f"study time: {'PASSED' if result.passed else 'FAILED'} in {result.seconds:.1f} s")
-    for path in result.write(Path(args.out) / "06_time"):
+    for path in save_study(result, Path(args.out) / "06_time"):
         print(f"wrote {path}")
 
 

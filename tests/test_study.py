@@ -1,5 +1,6 @@
 """The studies of ``minigrad.study``: each runs at tiny settings, its exact checks hold at any
-size, and its criterion logic says pass or fail correctly on made-up numbers.
+size, its criterion logic says pass or fail correctly on made-up numbers, and
+``minigrad.viz.studies`` draws its result.
 
 The full studies (a minute or less each) run from ``minigrad study NAME``; their tables are
 in docs/study_*.md.
@@ -7,6 +8,7 @@ in docs/study_*.md.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 
@@ -24,6 +26,9 @@ from minigrad.study.paths import paths_checks
 from minigrad.study.scale import scale_checks
 from minigrad.study.time import MODELS as TIME_MODELS
 from minigrad.study.time import time_checks
+from minigrad.viz import studies as study_figures
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 # -- each study at tiny settings -------------------------------------------------------------
 
@@ -45,19 +50,25 @@ TINY = {
 }
 
 
+@functools.cache
+def tiny(name: str) -> StudyResult:
+    """The study ``name`` at its TINY settings, run once for every test that reads it."""
+    return STUDIES[name](**TINY[name])
+
+
 def numbers(result: StudyResult) -> list[float]:
     return [v for row in result.rows for v in row.values() if isinstance(v, float)]
 
 
 @pytest.mark.parametrize("name", sorted(STUDIES))
 def test_study_runs_small_and_writes_its_tables(name, tmp_path):
-    result = STUDIES[name](out_dir=tmp_path, **TINY[name])
+    result = tiny(name)
 
     assert result.name == name and result.rows and result.checks
     assert all(math.isfinite(v) for v in numbers(result))
     assert result.passed == all(c.passed for c in result.checks if c.required)
-    written = {path.name for path in result.files}
-    assert written == {f"study_{name}.md", f"study_{name}.json", f"{name}.png"}
+    written = {path.name for path in result.write(tmp_path)}
+    assert written == {f"study_{name}.md", f"study_{name}.json"}
     table = json.loads((tmp_path / f"study_{name}.json").read_text())
     assert table["passed"] == result.passed and len(table["rows"]) == len(result.rows)
     markdown = (tmp_path / f"study_{name}.md").read_text()
@@ -65,19 +76,58 @@ def test_study_runs_small_and_writes_its_tables(name, tmp_path):
 
 
 def test_paths_the_path_gradients_sum_to_the_full_gradient():
-    result = STUDIES["paths"](**TINY["paths"])
+    result = tiny("paths")
     exact = [c for c in result.checks if "sum of the 16 path gradients" in c.name]
     assert len(exact) == 2 and all(c.passed and c.measured < 1e-12 for c in exact)
 
 
 def test_scale_shortcut_gradient_is_lambda_to_the_n_and_rezero_is_the_identity():
-    result = STUDIES["scale"](**TINY["scale"])
+    result = tiny("scale")
     exact = [c for c in result.checks if "shortcuts only" in c.name or "ReZero" in c.name]
     assert len(exact) == 5 and all(c.passed for c in exact)
     half = next(
         r for r in result.rows if r["quantity"].startswith("shortcuts only") and r["lambda"] == 0.5
     )
     assert half["measured"] == pytest.approx(0.5**4, rel=1e-12)
+
+
+# -- the figures: minigrad.viz.studies draws a study's result ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, panels", [("depth", 4), ("ln", 3), ("paths", 3), ("scale", 2), ("time", 1)]
+)
+def test_study_figure_is_drawn_and_saved_beside_the_tables(name, panels, tmp_path):
+    pytest.importorskip("matplotlib")
+    result = tiny(name)
+
+    assert len(study_figures.draw_study(result).axes) == panels
+    written = {path.name for path in study_figures.save_study(result, tmp_path)}
+    assert written == {f"study_{name}.md", f"study_{name}.json", f"{name}.png"}
+    assert (tmp_path / f"{name}.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_time_figure_draws_every_distance_not_only_the_table_rows():
+    pytest.importorskip("matplotlib")
+    result = tiny("time")
+    length = TINY["time"]["length"]
+
+    lines = study_figures.draw_study(result).axes[0].get_lines()
+    assert [line.get_label() for line in lines] == list(TIME_MODELS)
+    assert all(len(line.get_xdata()) == length for line in lines)
+    assert len(result.rows) < length  # the table shows some distances, the figure all
+
+
+def test_save_study_without_matplotlib_writes_the_tables(monkeypatch, tmp_path):
+    monkeypatch.setattr(study_figures, "has_matplotlib", lambda: False)
+    written = {path.name for path in study_figures.save_study(tiny("time"), tmp_path)}
+    assert written == {"study_time.md", "study_time.json"}
+
+
+def test_draw_study_names_the_studies_it_can_draw():
+    result = StudyResult("nope", "title", "claim", "criterion", [], [], [])
+    with pytest.raises(ValueError, match="no figure for study 'nope'"):
+        study_figures.draw_study(result)
 
 
 # -- the pieces the studies are built from ---------------------------------------------------

@@ -1,8 +1,10 @@
 """``minigrad.study``: experiments on how gradients flow through residual connections.
 
 Each study is a function that measures, states its pass criterion, checks it, and returns a
-``StudyResult`` (rows, checks, ``passed``, a figure); ``out_dir=`` writes the Markdown and
-JSON tables and the figure. The same studies run from the shell as ``minigrad study NAME``.
+``StudyResult`` (rows, checks, ``passed``, the curves it measured); ``result.write(out_dir)``
+writes the Markdown and JSON tables. A study draws nothing: ``minigrad.viz.studies`` draws
+its figure, and ``save_study(result, out_dir)`` there writes the tables and the figure. The
+same studies run from the shell as ``minigrad study NAME``.
 
     depth   gradients at init vs depth, with and without shortcuts (MLP and transformer)
     ln      post-LN vs pre-LN: gradient norms per layer (Xiong et al. 2020), warm-up
@@ -28,18 +30,12 @@ def run(name: str, **options) -> StudyResult:
     return STUDIES[name](**options)
 
 
-def make_all_figures(out_dir: str = "docs") -> dict[str, StudyResult]:
-    """Run every study at its defaults and write its tables and figure under ``out_dir``."""
-    return {name: study(out_dir=out_dir) for name, study in STUDIES.items()}
-
-
 __all__ = [
     "Check",
     "STUDIES",
     "StudyResult",
     "depth",
     "ln",
-    "make_all_figures",
     "paths",
     "run",
     "scale",

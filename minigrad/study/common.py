@@ -2,8 +2,9 @@
 
 A study measures something about gradients, states in advance what the published claim
 predicts (its *criterion*), checks it, and keeps every number it measured, passed or not.
-``StudyResult.write(out_dir)`` writes ``study_<name>.md`` (a Markdown table),
-``study_<name>.json`` and the figure ``<name>.png``.
+``StudyResult.write(out_dir)`` writes ``study_<name>.md`` (a Markdown table) and
+``study_<name>.json``. A study draws nothing: ``minigrad.viz.studies`` turns its result
+into the figure ``<name>.png``.
 
 Checks marked ``required=False`` report a published result that the study measures but does
 not count towards ``passed``: where a claim does not show at toy scale, the table says so
@@ -59,7 +60,11 @@ def above(name: str, measured: float, limit: float, why: str = "", required: boo
 
 @dataclass
 class StudyResult:
-    """The outcome of one study: the table, the checks, and whether the criterion held."""
+    """The outcome of one study: the table, the checks, and whether the criterion held.
+
+    ``curves`` holds the measurements too long for the table, label -> one value per
+    distance or per training step (the table samples them); the figure draws them.
+    """
 
     name: str
     title: str
@@ -71,8 +76,7 @@ class StudyResult:
     settings: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    figure: object = None  # a matplotlib Figure, or None without matplotlib
-    files: list[Path] = field(default_factory=list)
+    curves: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -135,20 +139,15 @@ class StudyResult:
             "notes": self.notes,
         }
 
-    def write(self, out_dir: str | Path, figure_format: str = "png") -> list[Path]:
-        """Write ``study_<name>.md``, ``study_<name>.json`` and ``<name>.<format>``."""
+    def write(self, out_dir: str | Path) -> list[Path]:
+        """Write ``study_<name>.md`` and ``study_<name>.json``; return their paths."""
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         markdown = out_dir / f"study_{self.name}.md"
         markdown.write_text(self.to_markdown(), encoding="utf-8")
         table = out_dir / f"study_{self.name}.json"
         table.write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n")
-        self.files = [markdown, table]
-        if self.figure is not None:
-            from minigrad.viz.plots import save_figure
-
-            self.files.append(save_figure(self.figure, out_dir / f"{self.name}.{figure_format}"))
-        return self.files
+        return [markdown, table]
 
     def __str__(self) -> str:
         return self.to_markdown()
@@ -190,15 +189,13 @@ def format_value(value) -> str:
 
 
 def timed(study: Callable[..., StudyResult]) -> Callable[..., StudyResult]:
-    """Record how long a study took, draw its figure, and write it when ``out_dir`` is given."""
+    """Record in ``result.seconds`` how long a study took."""
 
     @functools.wraps(study)
-    def run(*args, out_dir: str | Path | None = None, **kwargs) -> StudyResult:
+    def run(*args, **kwargs) -> StudyResult:
         start = time.perf_counter()
         result = study(*args, **kwargs)
         result.seconds = time.perf_counter() - start
-        if out_dir is not None:
-            result.write(out_dir)
         return result
 
     return run
@@ -225,12 +222,3 @@ def linear_fit(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, fl
     total = ((y - y.mean()) ** 2).sum()
     r2 = 1.0 - (residual**2).sum() / total if total > 0 else 1.0
     return float(slope), float(intercept), float(r2)
-
-
-def figure_or_none(draw: Callable[[], object]):
-    """Draw a figure if matplotlib is installed; the study still runs without it."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return None
-    return draw()

@@ -33,7 +33,6 @@ from minigrad.study.common import (
     StudyResult,
     above,
     below,
-    figure_or_none,
     mean_over,
     random_input,
     timed,
@@ -113,7 +112,8 @@ def transformer_measures(
 # -- the criterion ---------------------------------------------------------------------------
 
 
-def _series(rows: list[dict], model: str, shortcuts: bool, key: str) -> dict[int, float]:
+def series(rows: list[dict], model: str, shortcuts: bool, key: str) -> dict[int, float]:
+    """depth -> the column ``key`` of the rows of ``model`` with or without shortcuts."""
     return {
         row["depth"]: row[key]
         for row in rows
@@ -129,8 +129,8 @@ def depth_checks(
     ``bidirectional_cos``: model -> token-gradient cosine of the deepest stack without
     shortcuts and without the causal mask (reported beside the causal one).
     """
-    plain = _series(rows, "MLP", False, "|dW1|")
-    residual = _series(rows, "MLP", True, "|dW1|")
+    plain = series(rows, "MLP", False, "|dW1|")
+    residual = series(rows, "MLP", True, "|dW1|")
     shallow, deep = min(plain), max(plain)
     span = f"at {deep} / at {shallow}"
     checks = [
@@ -142,15 +142,15 @@ def depth_checks(
         ),
     ]
     for model in ("post-LN", "pre-LN"):
-        share = _series(rows, model, False, "share")
+        share = series(rows, model, False, "share")
         collapse_depth = max(d for d in share if d <= 8)
-        kept = _series(rows, model, True, "share")[deep]
+        kept = series(rows, model, True, "share")[deep]
         query, query_res, value = (
-            _series(rows, model, shortcuts, key)
+            series(rows, model, shortcuts, key)
             for shortcuts, key in ((False, "|dWq|"), (True, "|dWq|"), (False, "|dWv|"))
         )
-        cos, cos_res = (_series(rows, model, s, "cos")[deep] for s in (False, True))
-        norms = _series(rows, model, False, "|dL/dX|").values()
+        cos, cos_res = (series(rows, model, s, "cos")[deep] for s in (False, True))
+        norms = series(rows, model, False, "|dL/dX|").values()
         without, with_ = f"{model} without shortcuts", f"{model} with shortcuts"
         checks += [
             above(
@@ -229,7 +229,7 @@ def depth(
 
     Returns a StudyResult whose rows hold, per (model, shortcuts, depth), the first MLP
     layer's gradient norm or the transformer measures, averaged over ``seeds`` (geometric
-    mean for gradient norms). ``out_dir=...`` also writes the table and figure.
+    mean for gradient norms).
     """
     rows = []
     for residual in (False, True):
@@ -283,7 +283,7 @@ def depth(
         for model, norm_first in (("post-LN", False), ("pre-LN", True))
     }
 
-    result = StudyResult(
+    return StudyResult(
         name="depth",
         title="what a shortcut saves, at initialization, as depth grows",
         claim=(
@@ -324,50 +324,3 @@ def depth(
             "(checked above, causal=False) align them close to 1.",
         ],
     )
-    result.figure = figure_or_none(lambda: draw(rows))
-    return result
-
-
-def draw(rows: list[dict]):
-    """Four panels: MLP |dW1|, rank share, first-block |dWq|, token-gradient cosine."""
-    from minigrad.viz.plots import plot_curves
-
-    def curves(models, key):
-        found = {}
-        for model in models:
-            for shortcuts in (False, True):
-                series = _series(rows, model, shortcuts, key)
-                label = f"{model}, {'with' if shortcuts else 'no'} shortcuts"
-                found[label] = (list(series), list(series.values()))
-        return found
-
-    transformers = ("post-LN", "pre-LN")
-    panels = [
-        {
-            "curves": curves(["MLP"], "|dW1|"),
-            "title": "tanh MLP: first layer |dL/dW1|",
-            "xlabel": "depth",
-            "logx": True,
-            "logy": True,
-        },
-        {
-            "curves": curves(transformers, "share"),
-            "title": "rank collapse: top singular share",
-            "xlabel": "blocks",
-            "logx": True,
-        },
-        {
-            "curves": curves(transformers, "|dWq|"),
-            "title": "first block |dL/dW_Q|",
-            "xlabel": "blocks",
-            "logx": True,
-            "logy": True,
-        },
-        {
-            "curves": curves(transformers, "cos"),
-            "title": "cosine between token gradients",
-            "xlabel": "blocks",
-            "logx": True,
-        },
-    ]
-    return plot_curves(panels, title="depth at initialization: with and without shortcuts")

@@ -27,7 +27,6 @@ from minigrad.study.common import (
     StudyResult,
     above,
     below,
-    figure_or_none,
     linear_fit,
     timed,
 )
@@ -252,7 +251,7 @@ def ln(
                     }
                 )
 
-    result = StudyResult(
+    return StudyResult(
         name="ln",
         title="post-LN vs pre-LN: gradient norms at init, and warm-up",
         claim=(
@@ -279,43 +278,5 @@ def ln(
             f"{train_steps} steps, warm-up {warmup} steps (linear)",
         },
         notes=ln_notes(rows),
+        curves=curves,
     )
-    result.figure = figure_or_none(lambda: draw(rows, curves))
-    return result
-
-
-def draw(rows: list[dict], curves: dict[str, list[float]]):
-    from minigrad.viz.plots import plot_curves
-
-    def series(part, model, x_key):
-        chosen = [r for r in rows if r["part"] == part and r["model"] == model]
-        return [r[x_key] for r in chosen], [r["|dW2|"] for r in chosen]
-
-    panels = [
-        {
-            "curves": {m: series("last layer vs depth", m, "layers") for m, _ in MODELS},
-            "title": "last layer's FFN |dL/dW2| at init",
-            "xlabel": "layers L",
-            "logx": True,
-            "logy": True,
-            "plain_ticks": True,
-        },
-        {
-            "curves": {m: series("per layer", m, "layer") for m, _ in MODELS},
-            "title": "FFN |dL/dW2| per layer (deepest model)",
-            "xlabel": "layer",
-            "logy": True,
-            "plain_ticks": True,
-        },
-    ]
-    if curves:
-        panels.append(
-            {
-                "curves": {k: (list(range(1, len(v) + 1)), v) for k, v in curves.items()},
-                "title": "copy task, lr 1e-3",
-                "xlabel": "step",
-                "ylabel": "loss",
-                "logy": True,
-            }
-        )
-    return plot_curves(panels, title="LayerNorm placement (Xiong et al. 2020)")

@@ -28,7 +28,6 @@ from minigrad.study.common import (
     StudyResult,
     above,
     below,
-    figure_or_none,
     linear_fit,
     random_input,
     timed,
@@ -170,7 +169,7 @@ def paths(
 
     checks = paths_checks(rows, n, sum_errors)
     fits = {model: linear_fit(range(n + 1), np.log(norms)) for model, norms in measured.items()}
-    result = StudyResult(
+    return StudyResult(
         name="paths",
         title="residual networks behave like ensembles of short paths",
         claim=(
@@ -211,35 +210,3 @@ def paths(
             for model, (slope, intercept, r2) in fits.items()
         ],
     )
-    result.figure = figure_or_none(lambda: draw(rows, n))
-    return result
-
-
-def draw(rows: list[dict], n: int):
-    from minigrad.viz.plots import plot_curves
-
-    ks = [row["k"] for row in rows]
-    models = ("post-LN", "pre-LN")
-    total = sum(row["paths C(n,k)"] for row in rows)
-    panels = [
-        {
-            "curves": {m: (ks, [row[f"{m} |g_k|"] for row in rows]) for m in models},
-            "title": "gradient along one path of length k",
-            "xlabel": "k (branches on the path)",
-            "ylabel": "|dL/dx|",
-            "logy": True,
-        },
-        {
-            "curves": {"Binomial(n, 1/2)": (ks, [row["paths C(n,k)"] / total for row in rows])},
-            "title": f"share of the {total} paths with length k",
-            "xlabel": "k",
-            "kind": "bar",
-        },
-        {
-            "curves": {m: (ks, [row[f"{m} mass"] for row in rows]) for m in models},
-            "title": "gradient mass C(n,k)|g_k|",
-            "xlabel": "k",
-            "logy": False,
-        },
-    ]
-    return plot_curves(panels, title=f"paths through {n} branches (Veit et al. 2016)")

@@ -25,7 +25,6 @@ from minigrad.study.common import (
     Check,
     StudyResult,
     above,
-    figure_or_none,
     random_input,
     timed,
 )
@@ -193,7 +192,7 @@ def scale(
     curves = {}
     for s in (1.0, 0.5):
         runs = [train_scaled(s, seed, steps, train_blocks, d_model, n_heads, lr) for seed in seeds]
-        curves[s] = runs[0]
+        curves[f"lambda={s}"] = runs[0]
         rows.append(
             {
                 "quantity": "copy-task loss (last 20 steps)",
@@ -220,7 +219,7 @@ def scale(
         }
     )
 
-    result = StudyResult(
+    return StudyResult(
         name="scale",
         title="scaled shortcuts and ReZero",
         claim=(
@@ -250,34 +249,5 @@ def scale(
             "The gradients at init use 6 pre-LN blocks of width 64 in float64; the training "
             "runs use smaller models so that the study finishes in about a minute.",
         ],
+        curves=curves,
     )
-    result.figure = figure_or_none(lambda: draw(rows, curves, n))
-    return result
-
-
-def draw(rows: list[dict], curves: dict[float, list[float]], n: int):
-    from minigrad.viz.plots import plot_curves
-
-    shortcut_rows = [r for r in rows if r["quantity"].startswith("shortcuts only")]
-    all_rows = [r for r in rows if r["quantity"].startswith("all paths")]
-    lambdas = [r["lambda"] for r in shortcut_rows]
-    panels = [
-        {
-            "curves": {
-                "shortcuts only": (lambdas, [r["measured"] for r in shortcut_rows]),
-                f"lambda^{n}": (lambdas, [r["prediction"] for r in shortcut_rows]),
-                "all paths": (lambdas, [r["measured"] for r in all_rows]),
-            },
-            "title": "|dL/dx| / |dL/dy| at init",
-            "xlabel": "lambda",
-            "logy": True,
-        },
-        {
-            "curves": {f"lambda={s}": (list(range(1, len(c) + 1)), c) for s, c in curves.items()},
-            "title": "copy task, pre-LN",
-            "xlabel": "step",
-            "ylabel": "loss",
-            "logy": True,
-        },
-    ]
-    return plot_curves(panels, title="shortcut scaled by lambda: y = lambda x + F(LN(x))")

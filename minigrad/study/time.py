@@ -28,7 +28,6 @@ from minigrad.study.common import (
     StudyResult,
     above,
     below,
-    figure_or_none,
     random_input,
     timed,
 )
@@ -141,7 +140,7 @@ def time(seeds=(0, 1, 2), length: int = 64, hidden: int = 64, n_heads: int = 4) 
         shown.append(length - 1)
     rows = [{"distance": d, **{m: float(curves[m][d]) for m in MODELS}} for d in shown]
 
-    result = StudyResult(
+    return StudyResult(
         name="time",
         title="gradient through time: RNN, LSTM, causal attention",
         claim=(
@@ -179,21 +178,5 @@ def time(seeds=(0, 1, 2), length: int = 64, hidden: int = 64, n_heads: int = 4) 
             "differences: a factor of 350 at distance 63 is a per-step factor differing by "
             "under 10% (350^(1/63) = 1.10).",
         ],
-    )
-    result.figure = figure_or_none(lambda: draw(curves))
-    return result
-
-
-def draw(curves: dict[str, np.ndarray]):
-    from minigrad.viz.plots import plot_curves
-
-    panel = {
-        "curves": {m: (list(range(len(c))), list(c)) for m, c in curves.items()},
-        "title": "|dL/dx_t|, loss on the last step",
-        "xlabel": "distance T-1-t",
-        "ylabel": "|dL/dx_t|",
-        "logy": True,
-    }
-    return plot_curves(
-        [panel], title="gradient through time at initialization", width=7.0, height=4.4
+        curves={model: curve.tolist() for model, curve in curves.items()},
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 import minigrad as mg
+from minigrad.viz.studies import save_study
 
 
 def register(subparsers) -> None:
@@ -45,9 +46,9 @@ def run(args: argparse.Namespace) -> int:
     options = {"seeds": tuple(args.seeds)} if args.seeds else {}
     failed = []
     for name in names:
-        result = mg.study.run(name, out_dir=args.out, **options)
+        result = mg.study.run(name, **options)
         print(result.to_markdown())
-        for path in result.files:
+        for path in save_study(result, args.out):
             print(f"wrote {path}")
         verdict = "passed" if result.passed else "FAILED"
         print(f"study {name}: {verdict} its criterion in {result.seconds:.1f} s\n")
