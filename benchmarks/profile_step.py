@@ -23,11 +23,19 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from train_step import SETTINGS, config_of, sync  # noqa: E402
+from train_step import SETTINGS, config_of  # noqa: E402
 
 import minigrad as mg  # noqa: E402
 from minigrad import optim  # noqa: E402
-from models import GPT  # noqa: E402
+from models import GPT, GPTConfig  # noqa: E402
+
+
+def sync(device: str) -> None:
+    """Wait for the GPU's queued kernels (nothing to wait for on the CPU)."""
+    if device == "cuda":
+        import cupy
+
+        cupy.cuda.Device().synchronize()
 
 
 def main(argv=None) -> None:
@@ -41,7 +49,7 @@ def main(argv=None) -> None:
 
     s = SETTINGS[args.config]
     mg.manual_seed(0)
-    model = GPT(config_of(s)).to(args.device)
+    model = GPT(GPTConfig(**config_of(s))).to(args.device)
     opt = optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     rng = np.random.default_rng(0)
 

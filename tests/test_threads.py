@@ -354,8 +354,11 @@ def test_in_two_halves_computes_the_plain_call_on_both_threads(two_threads, rows
     out, noted = np.empty_like(a), []
     arrays.in_two_halves(_add_and_note(noted), a, b, out)
     np.testing.assert_array_equal(out, a + b)
-    assert sorted(n for _, n in noted) == sorted([rows // 2, rows - rows // 2])
-    assert {t for t, _ in noted} - {threading.get_ident()}, "no half ran on the helper"
+    # two parts of all the rows, each of at least one row (how many each takes is learned:
+    # see Helper.split), one of them on the helper
+    parts = [n for _, n in noted]
+    assert len(parts) == 2 and sum(parts) == rows and min(parts) >= 1
+    assert {t for t, _ in noted} - {threading.get_ident()}, "no part ran on the helper"
 
 
 @pytest.mark.parametrize(
@@ -453,7 +456,9 @@ def test_matmul_adds_a_row_and_writes_into_out(two_threads, monkeypatch, split):
 def test_a_big_matmul_runs_half_on_the_helper(split_products, monkeypatch):
     calls = []
     run = threads.helper().run
-    monkeypatch.setattr(threads.helper(), "run", lambda s, f: (calls.append(1), run(s, f)))
+    monkeypatch.setattr(
+        threads.helper(), "run", lambda s, f, balance=None: (calls.append(1), run(s, f, balance))
+    )
     a, b = _random((512, 64), np.float64), _random((64, 96), np.float64)
     np.testing.assert_allclose(arrays.matmul(a, b), a @ b, rtol=1e-12)
     assert calls == [1]
@@ -464,12 +469,12 @@ def _noting_where_the_second_runs(monkeypatch):
     helper = threads.helper()
     run = helper.run
 
-    def watched_run(second, first):
+    def watched_run(second, first, balance=None):
         def second_noted():
             callers.add(threading.get_ident())
             second()
 
-        run(second_noted, first)
+        run(second_noted, first, balance)
 
     monkeypatch.setattr(helper, "run", watched_run)
     return callers
@@ -516,8 +521,9 @@ def _assert_two_threads_match_one(value_and_grads, exact=False):
     for ours, theirs in zip(split, plain):
         if exact:
             np.testing.assert_array_equal(ours, theirs)
-        else:
-            np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+        else:  # round-off, at the scale of the largest value (sums split in two parts)
+            scale = float(np.abs(theirs).max(initial=1.0))
+            np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5 * scale)
 
 
 def _value_and_grad_of(op, x, grad):
@@ -545,12 +551,15 @@ def _layer_norm(x):
         pytest.param(_layer_norm, id="layer_norm"),
     ],
 )
-def test_elementwise_and_row_ops_on_two_threads_match_one_exactly(two_threads, op):
-    # in_two_halves is a fast path: the same values as one call on the whole array
+def test_elementwise_and_row_ops_on_two_threads_match_one(two_threads, op):
+    # in_two_halves and by_rows are a fast path: the values of one call on the whole array
     _spinning(two_threads)
     x = mg.randn(4, 300, 300, requires_grad=True)  # 360,000 values: above PARALLEL_MIN_SIZE
     assert x.numel() >= 2 * arrays.PARALLEL_MIN_SIZE
-    _assert_two_threads_match_one(_value_and_grad_of(op, x, mg.randn(4, 300, 300)), exact=True)
+    # elementwise ops split exactly; a row op's means and sums by BLAS round alike only to
+    # round-off, as the products of differently sized blocks do
+    exact = op is not _layer_norm
+    _assert_two_threads_match_one(_value_and_grad_of(op, x, mg.randn(4, 300, 300)), exact=exact)
 
 
 def test_attention_products_on_two_threads_match_one(split_products):

@@ -50,10 +50,31 @@ def in_two_halves(fn, *arrays) -> None:
     if helper is None:
         fn(*arrays)
         return
-    half = first.shape[0] // 2
-    firsts = [a[:half] for a in arrays]
-    seconds = [a[half:] for a in arrays]
-    helper.run(lambda: fn(*seconds), lambda: fn(*firsts))
+    mine = helper.split(first.shape[0], first.size)
+    firsts = [a[:mine] for a in arrays]
+    seconds = [a[mine:] for a in arrays]
+    share = mine / first.shape[0]
+    helper.run(lambda: fn(*seconds), lambda: fn(*firsts), (first.size, share))
+
+
+def by_rows(rows: int, size: int, compute, min_size: int = PRODUCT_MIN_SIZE) -> int:
+    """``compute(part, start, stop)`` for the rows [start, stop) of work on ``rows`` rows (of
+    ``size`` values or multiply-adds in all): as part 0 on this thread and part 1 on the
+    helper at the same time, split where both should finish together; or, where the work is
+    small or there is one thread, as part 0 over all rows. Returns the number of parts."""
+    helper = None
+    if size >= min_size and rows >= 2 and threading.current_thread() is threading.main_thread():
+        helper = threads.helper()
+    if helper is None or not helper.spins or helper.backing_off():
+        if size >= BLAS_THREADS_MIN_SIZE and _on_one_thread():
+            with threads.blas().one_thread():
+                compute(0, 0, rows)
+        else:
+            compute(0, 0, rows)
+        return 1
+    mine = helper.split(rows, size)
+    helper.run(lambda: compute(1, mine, rows), lambda: compute(0, 0, mine), (size, mine / rows))
+    return 2
 
 
 def _helper_for(size: int, a, min_size: int = PARALLEL_MIN_SIZE):
@@ -83,11 +104,12 @@ def matmul(a, b, add=None, out=None):
         return _product(a, b, add, out)
     if out is None:
         out = np.empty(a.shape[:-1] + b.shape[-1:], a.dtype)
-    half = a.shape[0] // 2
-    b_first, b_second = (b[:half], b[half:]) if a.ndim > 2 else (b, b)
+    mine = helper.split(a.shape[0], macs)
+    b_first, b_second = (b[:mine], b[mine:]) if a.ndim > 2 else (b, b)
     helper.run(
-        lambda: _product(a[half:], b_second, add, out[half:]),
-        lambda: _product(a[:half], b_first, add, out[:half]),
+        lambda: _product(a[mine:], b_second, add, out[mine:]),
+        lambda: _product(a[:mine], b_first, add, out[:mine]),
+        (macs, mine / a.shape[0]),
     )
     return out
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from minigrad import fast
 from minigrad.errors import ShapeError
-from minigrad.fast.arrays import column_sums, matmul, matmul_pair
+from minigrad.fast.arrays import by_rows, column_sums, matmul, matmul_pair, matrix_product
 from minigrad.ops._helpers import sum_array_to
 from minigrad.tensor import Tensor
 
@@ -40,6 +40,8 @@ class MatmulKernel:
         a, b = ctx.saved_arrays
         grad = grad.data
         need_a, need_b = ctx.needs_input_grad[:2]
+        if a.ndim > 2 and a.shape[:-2] == b.shape[:-2]:  # a batch: each thread its matrices
+            return _batch_grads(a, b, grad, need_a, need_b)
         grad_a, grad_b = matmul_pair(
             (grad, b.swapaxes(-1, -2)) if need_a else None,
             (a.swapaxes(-1, -2), grad) if need_b else None,
@@ -70,17 +72,52 @@ class LinearKernel:
 
     @staticmethod
     def backward(ctx, grad):
+        # each thread takes its rows of g and x: its rows of dL/dx = g W, and its part of the
+        # sums over rows dL/dW = g^T x and dL/db = sum of g; the two parts add up
         x, weight = ctx.saved_arrays
         out_features, in_features = weight.shape
-        grad_rows = grad.data.reshape(-1, out_features)
+        grad_rows, x_rows = grad.data.reshape(-1, out_features), x.reshape(-1, in_features)
         need_x, need_w, need_b = ctx.needs_input_grad
-        grad_x, grad_w = matmul_pair(
-            (grad_rows, weight) if need_x else None,
-            (grad_rows.T, x.reshape(-1, in_features)) if need_w else None,
+        rows = grad_rows.shape[0]
+        grad_x = (
+            np.empty((rows, in_features), np.result_type(grad_rows, weight)) if need_x else None
         )
-        grad_b = column_sums(grad_rows) if need_b else None
+        sums = [None, None]  # each part's (dL/dW, dL/db) over its rows
+
+        def part(index, start, stop):
+            g = grad_rows[start:stop]
+            if need_x:
+                matrix_product(g, weight, out=grad_x[start:stop])
+            sums[index] = (g.T.dot(x_rows[start:stop]) if need_w else None,
+                           column_sums(g) if need_b else None)  # fmt: skip
+
+        parts = by_rows(rows, 2 * grad_rows.size * in_features, part)
+        grad_w, grad_b = sums[0]
+        if parts == 2:
+            grad_w = grad_w + sums[1][0] if need_w else None
+            grad_b = grad_b + sums[1][1] if need_b else None
         grad_x = None if grad_x is None else grad_x.reshape(x.shape)
         return _wrap(grad_x), _wrap(grad_w), _wrap(grad_b)
+
+
+def _batch_grads(a, b, grad, need_a, need_b) -> tuple:
+    """dL/dA = G B^T and dL/dB = A^T G for batches of matrices of the same batch shape, each
+    thread taking its matrices of the batch (along the first axis) for both products."""
+    grad_a = _laid_out_like(a, a.shape) if need_a else None
+    grad_b = _laid_out_like(b, b.shape) if need_b else None
+    grad_a = np.empty(a.shape, grad.dtype) if need_a and grad_a is None else grad_a
+    grad_b = np.empty(b.shape, grad.dtype) if need_b and grad_b is None else grad_b
+
+    def part(_, start, stop):
+        batch = slice(start, stop)
+        if need_a:
+            np.matmul(grad[batch], b[batch].swapaxes(-1, -2), out=grad_a[batch])
+        if need_b:
+            np.matmul(a[batch].swapaxes(-1, -2), grad[batch], out=grad_b[batch])
+
+    macs = grad.size * a.shape[-1] * (need_a + need_b)
+    by_rows(a.shape[0], macs, part)
+    return _wrap(grad_a), _wrap(grad_b)
 
 
 def _laid_out_like(x, product_shape):

@@ -14,6 +14,8 @@ import numpy as np
 
 from minigrad import fast
 from minigrad.fast.arrays import (
+    PARALLEL_MIN_SIZE,
+    by_rows,
     column_sums,
     constant_column,
     is_small,
@@ -34,8 +36,18 @@ class LayerNormKernel:
         n = x.shape[-1] if len(axes) == 1 else int(np.prod([x.shape[a] for a in axes]))
         x_rows, weight_row, bias_row = _matrix(x, n), _row(weight), _row(bias)
         ctx.small = _fits_small_path(x_rows, weight_row, bias_row)
-        normalize = _normalize_small if ctx.small else _normalize
-        xhat, rstd, y = normalize(x_rows, weight_row, bias_row, eps)
+        if ctx.small:
+            xhat, rstd, y = _normalize_small(x_rows, weight_row, bias_row, eps)
+        else:  # each row on its own: the rows split between the two threads
+            xhat, rstd = np.empty_like(x_rows), np.empty((x_rows.shape[0], 1), x_rows.dtype)
+            y = np.empty(x_rows.shape, np.result_type(x_rows, weight_row) if weight is not None
+                         else x_rows.dtype)  # fmt: skip
+
+            def part(_, start, stop):
+                rows = slice(start, stop)
+                _normalize(x_rows[rows], weight_row, bias_row, eps, xhat[rows], rstd[rows], y[rows])
+
+            by_rows(x_rows.shape[0], x_rows.size, part, PARALLEL_MIN_SIZE)
         ctx.save_for_kernel(xhat, rstd)
         return y if y.shape == x.shape else y.reshape(x.shape)
 
@@ -46,11 +58,18 @@ class LayerNormKernel:
         grad_rows, weight_row = _matrix(grad, xhat.shape[1]), _row(weight)
         if ctx.small:
             grad_x, grad_w, grad_b = _grads_small(grad_rows, xhat, rstd, weight_row)
-        else:
-            grad_times_xhat = grad_rows * xhat  # summed down the rows: dL/dgamma
-            grad_w = column_sums(grad_times_xhat) if ctx.needs_input_grad[1] else None
-            grad_b = column_sums(grad_rows) if ctx.needs_input_grad[2] else None
-            grad_x = _input_grad(grad_rows, xhat, rstd, weight_row, grad_times_xhat)
+        else:  # each thread its rows of dL/dx and its part of the sums down the rows
+            grad_x = np.empty(grad_rows.shape, np.result_type(grad_rows, xhat))
+            sums = [None, None]
+
+            def part(index, start, stop):
+                rows = slice(start, stop)
+                g, g_xhat = grad_rows[rows], grad_rows[rows] * xhat[rows]
+                sums[index] = (column_sums(g_xhat), column_sums(g))  # dL/dgamma, dL/dbeta
+                grad_x[rows] = _input_grad(g, xhat[rows], rstd[rows], weight_row, g_xhat)
+
+            parts = by_rows(grad_rows.shape[0], grad_rows.size, part, PARALLEL_MIN_SIZE)
+            grad_w, grad_b = sums[0] if parts == 1 else (a + b for a, b in zip(*sums))
         normalized_shape = grad.shape[grad.ndim - len(ctx.axes) :]
         _, need_w, need_b = ctx.needs_input_grad
         return (
@@ -81,19 +100,22 @@ def _fits_small_path(x, weight, bias) -> bool:
     )
 
 
-def _normalize(x, weight, bias, eps):
-    """(xhat, rstd, y) for the rows of a matrix x (weight and bias: a row, or None)."""
-    xhat = np.subtract(x, row_means(x))  # x - mu
-    rstd = sum_of_products(xhat, xhat, (1,))
+def _normalize(x, weight, bias, eps, xhat, rstd, y) -> None:
+    """xhat, rstd and y for the rows of a matrix x (weight and bias: a row, or None), written
+    into the arrays given."""
+    np.subtract(x, row_means(x), out=xhat)  # x - mu
+    sum_of_products(xhat, xhat, (1,), out=rstd)
     rstd *= 1.0 / x.shape[1]  # sigma^2
     rstd += eps
     np.sqrt(rstd, out=rstd)
     np.reciprocal(rstd, out=rstd)  # 1 / sqrt(sigma^2 + eps)
     xhat *= rstd
-    y = xhat * weight if weight is not None else xhat.copy()
+    if weight is not None:
+        np.multiply(xhat, weight, out=y)
+    else:
+        y[...] = xhat
     if bias is not None:
         y += bias
-    return xhat, rstd, y
 
 
 def _normalize_small(x, weight, bias, eps):

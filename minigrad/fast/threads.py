@@ -47,6 +47,7 @@ SWITCH_INTERVAL = 2e-4  # s, while the helper is awake; CPython's default is 5e-
 CONTENDED_FRACTION = 0.2  # of the time a thread may wait for a CPU before the helper backs off
 BACKOFF_SECONDS = 0.5  # first pause after contention; doubles up to MAX_BACKOFF_SECONDS
 MAX_BACKOFF_SECONDS = 4.0
+MIN_SHARE = 0.2  # neither thread gets less than this share of the rows of a split
 _NAP = object()  # the watchdog's task for an idle helper: go to sleep
 
 
@@ -184,6 +185,8 @@ class Helper:
         self._caller = None  # native id of the thread that ran last
         self._backoff_until = 0.0
         self._backoff = BACKOFF_SECONDS
+        self._shares = {}  # bit length of a work size -> the caller's share of its rows
+        self._finished = 0.0  # when the helper finished its last task
         self._user_interval = None  # the switch interval before the wake
         self._set_interval = None  # the switch interval while awake
         self._blas = blas()
@@ -191,7 +194,16 @@ class Helper:
         threading.Thread(target=self._serve, name="minigrad-helper", daemon=True).start()
         threading.Thread(target=self._watch, name="minigrad-watchdog", daemon=True).start()
 
-    def run(self, second, first) -> None:
+    def split(self, rows: int, size: int) -> int:
+        """How many of ``rows`` the caller should take (the helper takes the rest), for work
+        on ``size`` values: the share that made both finish together last time (see
+        ``_learn``), at least one row each."""
+        share = self._shares.get(size.bit_length(), 0.5)
+        return min(rows - 1, max(1, round(rows * share)))
+
+    def run(self, second, first, balance=None) -> None:
+        """``balance``: (size, the caller's share of the rows) where the work was split by
+        ``split``, so that the next split of that size can be better balanced."""
         if time.monotonic() < self._backoff_until or not self._busy.acquire(blocking=False):
             second()
             first()
@@ -202,16 +214,30 @@ class Helper:
             self._runs += 1
             self._caller = threading.get_native_id()
             self._task = second
+            start = time.perf_counter()
             self._post.release()
             try:
                 first()
             finally:
+                caller_done = time.perf_counter()
                 self._done.acquire()  # never leave the helper working on our arrays
             error, self._error = self._error, None
+            if balance is not None and error is None:
+                self._learn(*balance, caller_done - start, self._finished - start)
         finally:
             self._busy.release()
         if error is not None:
             raise error
+
+    def _learn(self, size: int, share: float, caller_seconds: float, helper_seconds: float):
+        """The caller's share that would have made both threads finish together, from how
+        long each took for its part: the helper starts late (it must take the GIL from the
+        caller) and may run slower (its core shared with others). Smoothed over calls."""
+        caller_rate, helper_rate = caller_seconds / share, helper_seconds / (1.0 - share)
+        balanced = helper_rate / (caller_rate + helper_rate)
+        key = size.bit_length()
+        smoothed = 0.7 * self._shares.get(key, 0.5) + 0.3 * balanced
+        self._shares[key] = min(max(smoothed, MIN_SHARE), 1.0 - MIN_SHARE)
 
     def _serve(self) -> None:  # the helper thread
         self._helper_id = threading.get_native_id()
@@ -224,6 +250,7 @@ class Helper:
                     task()
                 except BaseException as error:  # handed to the thread that waits
                     self._error = error
+                self._finished = time.perf_counter()
             self._done.release()
 
     def _wake(self) -> None:  # called with _busy held
