@@ -289,14 +289,15 @@ def test_contention_is_the_share_of_the_time_spent_waiting_for_a_cpu(monkeypatch
         return clock["waited_ns"]
 
     monkeypatch.setattr(threads, "_waited_for_cpu_ns", waited_for_cpu_ns)
-    watched = types.SimpleNamespace(_helper_id=None, _caller=threading.get_native_id())
-    looks = {}
-    assert not threads.Helper._contended(watched, looks)  # a first look: nothing to compare
+    watched = types.SimpleNamespace(
+        _helper_id=None, _caller=threading.get_native_id(), _cpu_waits={}
+    )
+    assert threads.Helper._contended(watched) is None  # a first look: nothing to compare
     fraction = threads.CONTENDED_FRACTION
     for waiting, contended in [(fraction / 4, False), (fraction * 3, True), (0.0, False)]:
         share["now"] = waiting
         time.sleep(0.02)
-        assert threads.Helper._contended(watched, looks) is contended, waiting
+        assert threads.Helper._contended(watched) is contended, waiting
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="Linux's /proc")

@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad import fast
-from minigrad.errors import ShapeError
 from minigrad.fast.arrays import by_rows, column_sums, matmul, matmul_pair, matrix_product
 from minigrad.ops._helpers import sum_array_to
+from minigrad.ops.linalg import check_linear_shapes, check_matmul_shapes
 from minigrad.tensor import Tensor
 
 
@@ -25,11 +25,7 @@ from minigrad.tensor import Tensor
 class MatmulKernel:
     @staticmethod
     def forward(ctx, a, b):
-        if a.shape[-1] != b.shape[-2]:
-            raise ShapeError(
-                f"matmul: cannot multiply shapes {a.shape} and {b.shape} "
-                f"({a.shape[-1]} columns against {b.shape[-2]} rows)"
-            )
+        check_matmul_shapes(a, b)
         ctx.save_for_backward(a, b)
         same_kind = b.ndim > 2 and a.dtype == b.dtype
         out = _laid_out_like(b, a.shape[:-1] + b.shape[-1:]) if same_kind else None
@@ -61,11 +57,7 @@ class MatmulKernel:
 class LinearKernel:
     @staticmethod
     def forward(ctx, x, weight, bias):
-        if x.shape[-1] != weight.shape[-1]:
-            raise ShapeError(
-                f"linear: input of shape {x.shape} has {x.shape[-1]} features but the weight "
-                f"of shape {weight.shape} expects {weight.shape[-1]}"
-            )
+        check_linear_shapes(x, weight)
         ctx.save_for_backward(x, weight)
         y = matmul(x.reshape(-1, x.shape[-1]), weight.T, add=bias)
         return y.reshape(x.shape[:-1] + (weight.shape[0],))

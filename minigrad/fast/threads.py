@@ -44,9 +44,9 @@ from contextlib import contextmanager
 
 IDLE_SECONDS = 0.05  # the helper spins this long (up to twice this long) after its last task
 SWITCH_INTERVAL = 2e-4  # s, while the helper is awake; CPython's default is 5e-3
-CONTENDED_FRACTION = 0.2  # of the time a thread may wait for a CPU before the helper backs off
+CONTENDED_FRACTION = 0.1  # of the time a thread may wait for a CPU before the helper backs off
 BACKOFF_SECONDS = 0.5  # first pause after contention; doubles up to MAX_BACKOFF_SECONDS
-MAX_BACKOFF_SECONDS = 4.0
+MAX_BACKOFF_SECONDS = 8.0
 MIN_SHARE = 0.2  # neither thread gets less than this share of the rows of a split
 _NAP = object()  # the watchdog's task for an idle helper: go to sleep
 
@@ -185,6 +185,7 @@ class Helper:
         self._caller = None  # native id of the thread that ran last
         self._backoff_until = 0.0
         self._backoff = BACKOFF_SECONDS
+        self._cpu_waits = {}
         self._shares = {}  # bit length of a work size -> the caller's share of its rows
         self._finished = 0.0  # when the helper finished its last task
         self._user_interval = None  # the switch interval before the wake
@@ -259,11 +260,11 @@ class Helper:
         if self._user_interval > SWITCH_INTERVAL:
             sys.setswitchinterval(SWITCH_INTERVAL)
             self._set_interval = sys.getswitchinterval()  # (as Python rounds it)
+        self._cpu_waits = {}  # native thread id -> (when, ns waited for a CPU), since the wake
         self._awake.set()
 
     def _watch(self) -> None:  # the watchdog thread
         seen = -1
-        waited = {}
         while True:
             self._awake.wait()
             time.sleep(IDLE_SECONDS)
@@ -272,30 +273,31 @@ class Helper:
             try:
                 if self._runs == seen:
                     self._park()
-                elif self._contended(waited):
-                    self._backoff_until = time.monotonic() + self._backoff
-                    self._backoff = min(2 * self._backoff, MAX_BACKOFF_SECONDS)
-                    self._park()
                 else:
-                    self._backoff = BACKOFF_SECONDS
+                    contended = self._contended()
+                    if contended:
+                        self._backoff_until = time.monotonic() + self._backoff
+                        self._backoff = min(2 * self._backoff, MAX_BACKOFF_SECONDS)
+                        self._park()
+                    elif contended is False:
+                        self._backoff = BACKOFF_SECONDS
                 seen = self._runs
             finally:
                 self._busy.release()
 
-    def _contended(self, waited: dict) -> bool:
-        """Whether the helper or its caller waited for a CPU for more than
-        CONTENDED_FRACTION of the time since the last look."""
-        now, contended = time.monotonic(), False
+    def _contended(self):
+        """Whether the helper or its caller waited for a CPU for more than CONTENDED_FRACTION
+        of the time since the last look: True, False, or None (nothing to compare yet)."""
+        now, shares = time.monotonic(), []
         for thread in (self._helper_id, self._caller):
-            total = _waited_for_cpu_ns(thread)
-            if thread is None or total is None:
+            total = None if thread is None else _waited_for_cpu_ns(thread)
+            if total is None:
                 continue
-            before = waited.get(thread)
-            waited[thread] = (now, total)
+            before = self._cpu_waits.get(thread)
+            self._cpu_waits[thread] = (now, total)
             if before is not None and now > before[0]:
-                share = (total - before[1]) * 1e-9 / (now - before[0])
-                contended = contended or share > CONTENDED_FRACTION
-        return contended
+                shares.append((total - before[1]) * 1e-9 / (now - before[0]))
+        return max(shares) > CONTENDED_FRACTION if shares else None
 
     def _park(self) -> None:  # called with _busy held
         if not self._awake.is_set():

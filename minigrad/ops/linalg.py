@@ -13,11 +13,7 @@ class Matmul(Function):
     # Y = A B (batched over leading dims, which broadcast)
     @staticmethod
     def forward(ctx, a, b):
-        if a.shape[-1] != b.shape[-2]:
-            raise ShapeError(
-                f"matmul: cannot multiply shapes {a.shape} and {b.shape} "
-                f"({a.shape[-1]} columns against {b.shape[-2]} rows)"
-            )
+        check_matmul_shapes(a, b)
         ctx.save_for_backward(a, b)
         return a @ b
 
@@ -37,11 +33,7 @@ class Linear(Function):
     # y = x W^T + b,  x: (..., in), W: (out, in), b: (out,)
     @staticmethod
     def forward(ctx, x, weight, bias):
-        if x.shape[-1] != weight.shape[-1]:
-            raise ShapeError(
-                f"linear: input of shape {x.shape} has {x.shape[-1]} features but the weight "
-                f"of shape {weight.shape} expects {weight.shape[-1]}"
-            )
+        check_linear_shapes(x, weight)
         ctx.save_for_backward(x, weight)
         y = x @ weight.T
         return y if bias is None else y + bias
@@ -63,10 +55,27 @@ class Linear(Function):
         return grad_x, grad_w, grad_b
 
 
+def check_matmul_shapes(a, b) -> None:
+    if a.shape[-1] != b.shape[-2]:
+        raise ShapeError(
+            f"matmul: cannot multiply shapes {a.shape} and {b.shape} "
+            f"({a.shape[-1]} columns against {b.shape[-2]} rows)"
+        )
+
+
+def check_linear_shapes(x, weight) -> None:
+    if x.shape[-1] != weight.shape[-1]:
+        raise ShapeError(
+            f"linear: input of shape {x.shape} has {x.shape[-1]} features but the weight "
+            f"of shape {weight.shape} expects {weight.shape[-1]}"
+        )
+
+
 def matmul(a, b):
     """a @ b. 1-D operands are treated as a row (left) or a column (right), as in NumPy."""
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: both operands need at least 1 dim, got {a.shape} and {b.shape}")
+
     if a.ndim == 1 and b.ndim == 1:
         return squeeze(squeeze(Matmul.apply(unsqueeze(a, 0), unsqueeze(b, -1)), -1), -1)
     if a.ndim == 1:
@@ -78,4 +87,5 @@ def matmul(a, b):
 
 def linear(x, weight, bias=None):
     """y = x W^T + b with W of shape (out_features, in_features), as in PyTorch."""
+
     return Linear.apply(x, weight, bias)
