@@ -1,7 +1,7 @@
 """find_shortcuts: the residual connections of a graph, found from the graph alone.
 
 An Add node y = a + b is a shortcut at a when b depends on a and on a parameter that a does
-not depend on (DESIGN.md, "What a gradient shortcut is, precisely").
+not depend on (docs/api.md, "What a gradient shortcut is, precisely").
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The Tensor as a user meets it: attributes, conversions, creation, in-place data access,
-identity hashing, and the random generator's seed (DESIGN.md, "a Tensor")."""
+identity hashing, and the random generator's seed (docs/api.md, "A Tensor")."""
 
 from __future__ import annotations
 

@@ -185,7 +185,7 @@ class Helper:
         self._caller = None  # native id of the thread that ran last
         self._backoff_until = 0.0
         self._backoff = BACKOFF_SECONDS
-        self._cpu_waits = {}
+        self._cpu_waits, self._clean_looks = {}, 0
         self._shares = {}  # bit length of a work size -> the caller's share of its rows
         self._finished = 0.0  # when the helper finished its last task
         self._user_interval = None  # the switch interval before the wake
@@ -210,10 +210,10 @@ class Helper:
             first()
             return
         try:
+            self._caller = threading.get_native_id()
             if not self._awake.is_set():
                 self._wake()
             self._runs += 1
-            self._caller = threading.get_native_id()
             self._task = second
             start = time.perf_counter()
             self._post.release()
@@ -261,6 +261,7 @@ class Helper:
             sys.setswitchinterval(SWITCH_INTERVAL)
             self._set_interval = sys.getswitchinterval()  # (as Python rounds it)
         self._cpu_waits = {}  # native thread id -> (when, ns waited for a CPU), since the wake
+        self._contended()  # (the first readings: the watchdog's first look compares with them)
         self._awake.set()
 
     def _watch(self) -> None:  # the watchdog thread
@@ -276,11 +277,14 @@ class Helper:
                 else:
                     contended = self._contended()
                     if contended:
+                        self._clean_looks = 0
                         self._backoff_until = time.monotonic() + self._backoff
                         self._backoff = min(2 * self._backoff, MAX_BACKOFF_SECONDS)
                         self._park()
-                    elif contended is False:
-                        self._backoff = BACKOFF_SECONDS
+                    elif contended is False:  # clean for a second: contention is over
+                        self._clean_looks += 1
+                        if self._clean_looks * IDLE_SECONDS >= 1.0:
+                            self._backoff = BACKOFF_SECONDS
                 seen = self._runs
             finally:
                 self._busy.release()
