@@ -46,7 +46,7 @@ IDLE_SECONDS = 0.05  # the helper spins this long (up to twice this long) after 
 SWITCH_INTERVAL = 2e-4  # s, while the helper is awake; CPython's default is 5e-3
 CONTENDED_FRACTION = 0.1  # of the time a thread may wait for a CPU before the helper backs off
 BACKOFF_SECONDS = 0.5  # first pause after contention; doubles up to MAX_BACKOFF_SECONDS
-MAX_BACKOFF_SECONDS = 8.0
+MAX_BACKOFF_SECONDS = 30.0
 MIN_SHARE = 0.2  # neither thread gets less than this share of the rows of a split
 _NAP = object()  # the watchdog's task for an idle helper: go to sleep
 
