@@ -392,11 +392,15 @@ def type_as_method(self, other: Tensor) -> Tensor:
 
 
 def argmax_method(self, dim=None, keepdim=False):
-    return Tensor._make(as_array(self.data.argmax(axis=dim, keepdims=keepdim), self.data))
+    return Tensor._make(
+        backend.as_array(self.data.argmax(axis=dim, keepdims=keepdim), (self.data,))
+    )
 
 
 def argmin_method(self, dim=None, keepdim=False):
-    return Tensor._make(as_array(self.data.argmin(axis=dim, keepdims=keepdim), self.data))
+    return Tensor._make(
+        backend.as_array(self.data.argmin(axis=dim, keepdims=keepdim), (self.data,))
+    )
 
 
 def sign_method(self):
@@ -404,18 +408,11 @@ def sign_method(self):
 
 
 def any_method(self):
-    return Tensor._make(as_array(self.data.any(), self.data))
+    return Tensor._make(backend.as_array(self.data.any(), (self.data,)))
 
 
 def all_method(self):
-    return Tensor._make(as_array(self.data.all(), self.data))
-
-
-def as_array(value, like):
-    """NumPy reductions give scalars (np.int64); keep tensors' data as arrays."""
-    if isinstance(value, np.generic) or not hasattr(value, "shape"):
-        return backend.array_module(like).asarray(value)
-    return value
+    return Tensor._make(backend.as_array(self.data.all(), (self.data,)))
 
 
 # -- Python's protocols and PyTorch's conveniences: printing, len(), float(), size() ...
