@@ -273,7 +273,7 @@ def test_under_contention_the_helper_backs_off_parked_and_computes_in_place(
     ran_on = []
     helper.run(lambda: ran_on.append(threading.get_ident()), lambda: None)
     assert ran_on == [threading.get_ident()]  # both halves here, the helper stays asleep
-    assert arrays._helper_for(1 << 30, np.zeros((2, 2))) is None
+    assert arrays._helper_for(1 << 30, 2) is None
 
 
 def test_contention_is_the_share_of_the_time_spent_waiting_for_a_cpu(monkeypatch):

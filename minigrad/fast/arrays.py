@@ -42,19 +42,15 @@ def is_small(a) -> bool:
 
 
 def in_two_halves(fn, *arrays) -> None:
-    """``fn(*arrays)``, which writes its results into some of ``arrays``, as two calls on the
-    first and the second half of their rows at the same time, the second on the helper
-    thread. Small arrays, and one thread, get the plain call: the same values."""
+    """``fn(*arrays)``, which writes its results into some of ``arrays``, as two calls on two
+    parts of their rows at the same time, one on the helper thread (``by_rows``). Small
+    arrays, and one thread, get the plain call: the same values."""
     first = arrays[0]
-    helper = _helper_for(first.size, first)
-    if helper is None:
-        fn(*arrays)
-        return
-    mine = helper.split(first.shape[0], first.size)
-    firsts = [a[:mine] for a in arrays]
-    seconds = [a[mine:] for a in arrays]
-    share = mine / first.shape[0]
-    helper.run(lambda: fn(*seconds), lambda: fn(*firsts), (first.size, share))
+
+    def part(_, start, stop):
+        fn(*[a[start:stop] for a in arrays])
+
+    by_rows(first.shape[0], first.size, part, PARALLEL_MIN_SIZE)
 
 
 def by_rows(rows: int, size: int, compute, min_size: int = PRODUCT_MIN_SIZE) -> int:
@@ -62,25 +58,20 @@ def by_rows(rows: int, size: int, compute, min_size: int = PRODUCT_MIN_SIZE) -> 
     ``size`` values or multiply-adds in all): as part 0 on this thread and part 1 on the
     helper at the same time, split where both should finish together; or, where the work is
     small or there is one thread, as part 0 over all rows. Returns the number of parts."""
-    helper = None
-    if size >= min_size and rows >= 2 and threading.current_thread() is threading.main_thread():
-        helper = threads.helper()
-    if helper is None or not helper.spins or helper.backing_off():
-        if size >= BLAS_THREADS_MIN_SIZE and _on_one_thread():
-            with threads.blas().one_thread():
-                compute(0, 0, rows)
-        else:
-            compute(0, 0, rows)
+    helper = _helper_for(size, rows, min_size)
+    if helper is None:
+        _whole(size, lambda: compute(0, 0, rows))
         return 1
     mine = helper.split(rows, size)
     helper.run(lambda: compute(1, mine, rows), lambda: compute(0, 0, mine), (size, mine / rows))
     return 2
 
 
-def _helper_for(size: int, a, min_size: int = PARALLEL_MIN_SIZE):
-    """The helper thread, where work of ``size`` on the NumPy array ``a`` is worth sharing
-    along its first axis; else None."""
-    if size < min_size or type(a) is not np.ndarray or a.shape[0] < 2:
+def _helper_for(size: int, rows: int, min_size: int = PARALLEL_MIN_SIZE):
+    """The helper thread, where work of ``size`` on ``rows`` rows is worth sharing; else
+    None (small work, one row, one thread, a thread other than the main one, a helper that
+    sleeps between tasks or backs off)."""
+    if size < min_size or rows < 2:
         return None
     if threading.current_thread() is not threading.main_thread():  # (nn.DataParallel's)
         return None
@@ -90,18 +81,24 @@ def _helper_for(size: int, a, min_size: int = PARALLEL_MIN_SIZE):
     return helper
 
 
+def _whole(size: int, compute):
+    """``compute()`` on this thread alone; with BLAS held at one thread too where minigrad
+    computes on one thread and the work is big enough for BLAS to start its own."""
+    if size >= BLAS_THREADS_MIN_SIZE and _on_one_thread():
+        with threads.blas().one_thread():
+            return compute()
+    return compute()
+
+
 def matmul(a, b, add=None, out=None):
     """a @ b, plus ``add`` (a row, broadcast over the result) where given, into ``out`` where
     given. A big NumPy product is computed in two halves along the first axis (rows of a
     matrix, or matrices of a batch), one on the helper thread while BLAS runs on one thread;
     each thread adds ``add`` to its half while it is still in cache."""
     macs = a.size * b.shape[-1] if a.ndim >= 2 and b.ndim >= 2 else 0
-    helper = _helper_for(macs, a, PRODUCT_MIN_SIZE) if _pairs_rows(a, b) else None
+    helper = _helper_for(macs, a.shape[0], PRODUCT_MIN_SIZE) if _pairs_rows(a, b) else None
     if helper is None:
-        if macs >= BLAS_THREADS_MIN_SIZE and _on_one_thread():
-            with threads.blas().one_thread():
-                return _product(a, b, add, out)
-        return _product(a, b, add, out)
+        return _whole(macs, lambda: _product(a, b, add, out))
     if out is None:
         out = np.empty(a.shape[:-1] + b.shape[-1:], a.dtype)
     mine = helper.split(a.shape[0], macs)
@@ -124,7 +121,7 @@ def matmul_pair(first, second, outs=(None, None)) -> tuple:
         return tuple(None if p is None else matmul(*p, out=out) for p, out in zip(pairs, outs))
     a, b = first
     macs = min(a.size * b.shape[-1], second[0].size * second[1].shape[-1])
-    helper = _helper_for(macs, a, PRODUCT_MIN_SIZE) if _same_kind(first, second) else None
+    helper = _helper_for(macs, a.shape[0], PRODUCT_MIN_SIZE) if _same_kind(first, second) else None
     if helper is None:
         return matmul(*first, out=outs[0]), matmul(*second, out=outs[1])
     products = [None, None]
