@@ -609,6 +609,17 @@ class Side:
         self.steps, self.batches, self.phases, self.device = {}, [], False, "cpu"
         self.laps = []  # with phases, the ends of the phases of the step in progress
 
+    def finish_step(self, loss, opt) -> float:
+        """The rest of a step once the forward made ``loss``: backward and the optimizer's
+        step, each phase's end noted (``lap``); the loss as a number."""
+        self.lap()
+        opt.zero_grad()
+        loss.backward()
+        self.lap()
+        opt.step()
+        self.sync()
+        return loss.item()
+
     def lap(self) -> None:
         """With ``phases``, the end of a phase: once the device has finished it."""
         if self.phases:
@@ -723,13 +734,7 @@ class MinigradSide(Side):
                 loss = next_token_loss(logits, yb)
             else:
                 _, loss = model(xb, yb)
-            self.lap()
-            opt.zero_grad()
-            loss.backward()
-            self.lap()
-            opt.step()
-            self.sync()
-            return loss.item()
+            return self.finish_step(loss, opt)
 
         return step
 
@@ -799,13 +804,7 @@ class TorchSide(Side):
             xb = torch.from_numpy(x).to(self.device)
             yb = torch.from_numpy(y).to(self.device)
             _, loss = twin(xb, yb)
-            self.lap()
-            opt.zero_grad()
-            loss.backward()
-            self.lap()
-            opt.step()
-            self.sync()
-            return loss.item()
+            return self.finish_step(loss, opt)
 
         self.steps["plain"] = step
 

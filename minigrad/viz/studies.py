@@ -93,16 +93,19 @@ def draw_ln(result: StudyResult):
         },
     ]
     if result.curves:  # the training runs' losses, one per step
-        panels.append(
-            {
-                "curves": {k: (list(range(1, len(v) + 1)), v) for k, v in result.curves.items()},
-                "title": "copy task, lr 1e-3",
-                "xlabel": "step",
-                "ylabel": "loss",
-                "logy": True,
-            }
-        )
+        panels.append(_loss_panel(result.curves, "copy task, lr 1e-3"))
     return plot_curves(panels, title="LayerNorm placement (Xiong et al. 2020)")
+
+
+def _loss_panel(losses: dict, title: str) -> dict:
+    """A panel of training losses, one curve per run, against the step (from 1)."""
+    return {
+        "curves": {k: (list(range(1, len(v) + 1)), v) for k, v in losses.items()},
+        "title": title,
+        "xlabel": "step",
+        "ylabel": "loss",
+        "logy": True,
+    }
 
 
 def draw_paths(result: StudyResult):
@@ -154,13 +157,7 @@ def draw_scale(result: StudyResult):
             "xlabel": "lambda",
             "logy": True,
         },
-        {
-            "curves": {k: (list(range(1, len(v) + 1)), v) for k, v in result.curves.items()},
-            "title": "copy task, pre-LN",
-            "xlabel": "step",
-            "ylabel": "loss",
-            "logy": True,
-        },
+        _loss_panel(result.curves, "copy task, pre-LN"),
     ]
     return plot_curves(panels, title="shortcut scaled by lambda: y = lambda x + F(LN(x))")
 
