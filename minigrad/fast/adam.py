@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import weakref
 
 import numpy as np
 
@@ -76,16 +77,18 @@ def _fits_flat_moments(param, dtype) -> bool:
     )
 
 
-_flat_moments: dict = {}  # id(optimizer), id(group) -> _FlatMoments of its small parameters
+# optimizer -> {id(group): _FlatMoments of its small parameters}; held weakly, so that the flat
+# arrays go with their optimizer
+_flat_moments: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _update_together(optimizer, params: list, group: dict) -> None:
     """adam_update on every parameter of ``params`` at once, over flat arrays."""
     states = [optimizer.state.setdefault(p, {}) for p in params]
-    key = (id(optimizer), id(group))
-    moments = _flat_moments.get(key)
+    by_group = _flat_moments.setdefault(optimizer, {})
+    moments = by_group.get(id(group))
     if moments is None or not moments.holds(params, states):
-        moments = _flat_moments[key] = _FlatMoments(params, states)
+        moments = by_group[id(group)] = _FlatMoments(params, states)
     step = states[0]["step"] + 1
     c = optimizer._coefficients(group, step)
     np.concatenate([p.grad.data.reshape(-1) for p in params], out=moments.grads)

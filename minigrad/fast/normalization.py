@@ -59,14 +59,15 @@ class LayerNormKernel:
         if ctx.small:
             grad_x, grad_w, grad_b = _grads_small(grad_rows, xhat, rstd, weight_row)
         else:  # each thread its rows of dL/dx and its part of the sums down the rows
-            grad_x = np.empty(grad_rows.shape, np.result_type(grad_rows, xhat))
+            operands = (grad_rows, xhat) if weight_row is None else (grad_rows, xhat, weight_row)
+            grad_x = np.empty(grad_rows.shape, np.result_type(*operands))
             sums = [None, None]
 
             def part(index, start, stop):
                 rows = slice(start, stop)
                 g, g_xhat = grad_rows[rows], grad_rows[rows] * xhat[rows]
                 sums[index] = (column_sums(g_xhat), column_sums(g))  # dL/dgamma, dL/dbeta
-                grad_x[rows] = _input_grad(g, xhat[rows], rstd[rows], weight_row, g_xhat)
+                _input_grad(g, xhat[rows], rstd[rows], weight_row, g_xhat, grad_x[rows])
 
             parts = by_rows(grad_rows.shape[0], grad_rows.size, part, PARALLEL_MIN_SIZE)
             grad_w, grad_b = sums[0] if parts == 1 else (a + b for a, b in zip(*sums))
@@ -160,18 +161,17 @@ def _grads_small(grad, xhat, rstd, weight):
     return grad_x, grad_w, grad_b
 
 
-def _input_grad(grad, xhat, rstd, weight, grad_times_xhat):
-    """dL/dx for the rows of matrices, from g * xhat (overwritten here). Both row means are
-    matrix-vector products with gamma / n: mean(dL/dxhat) = g (gamma/n) and
-    mean(dL/dxhat * xhat) = (g * xhat) (gamma/n)."""
+def _input_grad(grad, xhat, rstd, weight, grad_times_xhat, grad_x) -> None:
+    """dL/dx for the rows of matrices, written into ``grad_x``, from g * xhat (overwritten
+    here). Both row means are matrix-vector products with gamma / n: mean(dL/dxhat) =
+    g (gamma/n) and mean(dL/dxhat * xhat) = (g * xhat) (gamma/n)."""
     if weight is None:
-        grad_x = grad.copy()  # dL/dxhat
+        grad_x[...] = grad  # dL/dxhat
         mean_grad_xhat, mean_grad_xhat_xhat = row_means(grad), row_means(grad_times_xhat)
     else:
-        grad_x = grad * weight  # dL/dxhat
+        np.multiply(grad, weight, out=grad_x)  # dL/dxhat
         column = (weight * (1.0 / grad.shape[1]))[:, None]  # gamma / n
         mean_grad_xhat, mean_grad_xhat_xhat = grad.dot(column), grad_times_xhat.dot(column)
     grad_x -= np.multiply(xhat, mean_grad_xhat_xhat, out=grad_times_xhat)
     grad_x -= mean_grad_xhat
     grad_x *= rstd
-    return grad_x

@@ -96,19 +96,27 @@ def _semaphore():
 
 
 class _Blas:
-    """BLAS's thread count, read and set through OpenBLAS's own calls (found by threadpoolctl
-    once): they act process-wide from any thread."""
+    """BLAS's thread count, read and set through OpenBLAS's own calls (found by threadpoolctl):
+    they act process-wide from any thread. The libraries are looked up again when modules
+    were imported since the last look (SciPy brings an OpenBLAS of its own)."""
 
     def __init__(self):
         self._calls = []  # (get, set) per BLAS library
         self._lock = threading.Lock()
         self._depth, self._saved = 0, []
+        self._modules_seen = -1  # len(sys.modules) at the last look
+
+    def _look_up(self) -> None:
+        if len(sys.modules) == self._modules_seen:
+            return
+        self._modules_seen = len(sys.modules)
         try:
             from threadpoolctl import ThreadpoolController
 
             controllers = ThreadpoolController().select(user_api="blas").lib_controllers
         except Exception:  # (threadpoolctl missing or unable to read this platform)
             return
+        self._calls = []
         for controller in controllers:
             getter = getattr(controller, "_get_symbol", lambda name: None)
             get = getter("openblas_get_num_threads")
@@ -129,6 +137,7 @@ class _Blas:
         counts, the last one gives them back, unless the user changed them in between."""
         with self._lock:
             if self._depth == 0:
+                self._look_up()
                 self._saved = self.counts()
                 self.set_counts([1] * len(self._saved))
             self._depth += 1
