@@ -31,7 +31,7 @@ def tensor(data, dtype=None, device="cpu", requires_grad: bool = False) -> Tenso
     """A new leaf tensor holding a copy of ``data`` (list, number, array or Tensor)."""
     device = backend.check_device(device)
     if isinstance(data, Tensor):
-        data = data.data
+        data = data.array
     xp = backend.xp_for(device)
     if not backend.is_numpy(data) and device == "cpu" and hasattr(data, "get"):
         data = data.get()
@@ -188,7 +188,7 @@ def _checked_weights(input: Tensor, num_samples: int, replacement: bool):  # noq
             f"multinomial: cannot draw {num_samples} samples without replacement from "
             f"{categories} categories (input of shape {input.shape}); pass replacement=True"
         )
-    weights = input.data.astype(np.float64)
+    weights = input.array.astype(np.float64)
     xp = backend.array_module(weights)
     if not bool(xp.isfinite(weights).all()) or bool((weights < 0).any()):
         raise ValueError("multinomial: the weights contain inf, nan or a value < 0")

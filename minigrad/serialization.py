@@ -116,7 +116,7 @@ def _write(file, data: bytes) -> None:
 def _encode(value, name: str, arrays: dict):
     """The JSON layout of ``value``; tensors and arrays go into ``arrays`` under ``name``."""
     if isinstance(value, (Tensor, np.ndarray)) or _is_device_array(value):
-        array = value.data if isinstance(value, Tensor) else value
+        array = value.array if isinstance(value, Tensor) else value
         if name in arrays:
             raise ValueError(f"save: two tensors would both be stored under the name {name!r}")
         if not name:

@@ -1,6 +1,6 @@
 """The Tensor: an n-dimensional array (NumPy or CuPy) that remembers how it was made.
 
-``t.data`` is the array. If ``t`` came out of an op while grad mode was on and some input
+``t.array`` is the array. If ``t`` came out of an op while grad mode was on and some input
 required grad, ``t.grad_fn`` is the graph node of that op (a ``Context``), whose ``inputs``
 lead further back: that chain is the computation graph, and ``t.backward()`` walks it.
 
@@ -18,31 +18,41 @@ from minigrad.hooks import RemovableHandle
 
 class Tensor:
     __slots__ = (
-        "data", "grad", "grad_fn", "_requires_grad", "_output_index", "_retains_grad", "_hooks",
+        "array", "grad", "grad_fn", "_requires_grad", "_output_index", "_retains_grad", "_hooks",
         "name", "__weakref__",
     )  # fmt: skip
     __array_ufunc__ = None  # numpy_array * tensor -> Tensor.__rmul__, not an object array
 
-    def __init__(self, data, requires_grad: bool = False):
+    def __init__(self, array, requires_grad: bool = False):
         """Wrap an array as it is (no copy, no dtype change); use ``mg.tensor`` for data."""
-        if isinstance(data, Tensor):
-            data = data.data
-        if not hasattr(data, "shape") or isinstance(data, np.generic):
-            data = np.asarray(data)
-        self.data = data
+        if isinstance(array, Tensor):
+            array = array.array
+        if not hasattr(array, "shape") or isinstance(array, np.generic):
+            array = np.asarray(array)
+        self.array = array
         self.grad = self.grad_fn = self._hooks = self.name = None
         self._requires_grad = self._retains_grad = False
         self._output_index = 0
         self.requires_grad = requires_grad  # (checks that the dtype can have a gradient)
 
     @classmethod
-    def _make(cls, data, requires_grad=False, grad_fn=None, output_index=0):
+    def _make(cls, array, requires_grad=False, grad_fn=None, output_index=0):
         """Fast constructor for op outputs: no checks, the array is trusted."""
         t = cls.__new__(cls)
-        t.data, t.grad_fn, t._output_index = data, grad_fn, output_index
+        t.array, t.grad_fn, t._output_index = array, grad_fn, output_index
         t._requires_grad, t._retains_grad = requires_grad, False
         t.grad = t._hooks = t.name = None
         return t
+
+    @property
+    def data(self) -> Tensor:
+        """The same values (shared memory) as a Tensor with no history, as in PyTorch:
+        ``p.data += -lr * p.grad`` updates p outside the graph; ``p.data = t`` replaces them."""
+        return Tensor._make(self.array)
+
+    @data.setter
+    def data(self, value) -> None:
+        self.array = value.array if isinstance(value, Tensor) else backend.as_array(value)
 
     @property
     def requires_grad(self) -> bool:
@@ -50,10 +60,10 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        if value and self.data.dtype.kind not in "fc":
+        if value and self.array.dtype.kind not in "fc":
             raise RuntimeError(
                 f"only floating point tensors can require gradients, but this tensor has "
-                f"dtype {self.data.dtype} (shape {self.shape}); convert it with .float() first"
+                f"dtype {self.array.dtype} (shape {self.shape}); convert it with .float() first"
             )
         if not value and self.grad_fn is not None:
             raise RuntimeError(
@@ -63,32 +73,32 @@ class Tensor:
 
     @property
     def shape(self) -> tuple:
-        return self.data.shape  # (a tuple, in NumPy and CuPy alike)
+        return self.array.shape  # (a tuple, in NumPy and CuPy alike)
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self.array.ndim
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self.array.dtype
 
     @property
     def device(self) -> str:
-        return backend.device_of(self.data)
+        return backend.device_of(self.array)
 
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
 
     def numel(self) -> int:
-        return int(self.data.size)
+        return int(self.array.size)
 
     __hash__ = object.__hash__  # == is elementwise, so tensors hash by identity
 
     def numpy(self) -> np.ndarray:
         """The values as a NumPy array (copied to the CPU if on the GPU)."""
-        return backend.to_numpy(self.data)
+        return backend.to_numpy(self.array)
 
     def item(self):
         if self.numel() != 1:
@@ -99,7 +109,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """The same values (shared, not copied), cut off from the graph."""
-        return Tensor._make(self.data)
+        return Tensor._make(self.array)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         self.requires_grad = requires_grad

@@ -102,7 +102,7 @@ class GPT(nn.Module):
                 f"{self.config.block_size}; crop the context to the last "
                 f"{self.config.block_size} tokens"
             )
-        positions = Tensor._make(array_module(idx.data).arange(length))
+        positions = Tensor._make(array_module(idx.array).arange(length))
         # X_i = Embedding(x_i) + P_i
         x = self.drop(self.tok_emb(idx) + self.pos_emb(positions))
         for block in self.blocks:
@@ -132,13 +132,13 @@ class GPT(nn.Module):
         idx = _as_tokens(idx, self.tok_emb.weight.device)
         if idx.ndim == 1:
             idx = idx.reshape(1, -1)
-        tokens = idx.data
+        tokens = idx.array
         xp = array_module(tokens)
         with mg.no_grad():
             for _ in range(max_new_tokens):
                 context = Tensor._make(tokens[:, -self.config.block_size :])
                 logits, _ = self(context)
-                last = logits.data[:, -1, :].astype(np.float64)
+                last = logits.array[:, -1, :].astype(np.float64)
                 next_token = _sample(last, temperature, top_k, xp)
                 tokens = xp.concatenate([tokens, next_token[:, None]], axis=1)
         return Tensor._make(tokens)

@@ -298,10 +298,10 @@ def test_matmul_gradients_are_laid_out_as_their_inputs():
     grad = mg.randn(*scores.shape)
     scores.backward(grad)
     if mg.fast.is_enabled():  # the kernel's layout; the reference's is NumPy's
-        assert q.grad.data.strides == q.data.strides and k.grad.data.strides == k.data.strides
-    qd, kd, g = q.data.astype(np.float64), k.data.astype(np.float64), grad.data.astype(np.float64)
-    np.testing.assert_allclose(q.grad.data, g @ kd, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(k.grad.data, g.swapaxes(-1, -2) @ qd, rtol=1e-5, atol=1e-5)
+        assert q.grad.array.strides == q.array.strides and k.grad.array.strides == k.array.strides
+    qd, kd, g = q.array.astype(np.float64), k.array.astype(np.float64), grad.array.astype(np.float64)
+    np.testing.assert_allclose(q.grad.array, g @ kd, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(k.grad.array, g.swapaxes(-1, -2) @ qd, rtol=1e-5, atol=1e-5)
 
 
 def test_a_product_with_the_shape_of_b_is_laid_out_as_b():
@@ -309,11 +309,11 @@ def test_a_product_with_the_shape_of_b_is_laid_out_as_b():
     weights = mg.randn(2, 3, 6, 6)
     heads = weights @ v
     if mg.fast.is_enabled():
-        assert heads.data.strides == v.data.strides
-        assert heads.transpose(1, 2).data.flags.c_contiguous  # the merge of the heads: a view
-    np.testing.assert_allclose(heads.data, weights.data @ v.data, rtol=1e-6)
+        assert heads.array.strides == v.array.strides
+        assert heads.transpose(1, 2).array.flags.c_contiguous  # the merge of the heads: a view
+    np.testing.assert_allclose(heads.array, weights.array @ v.array, rtol=1e-6)
     # other dtypes: the promoted dtype, not b's
     assert (weights.double() @ v).dtype == mg.float64
     # a plain 2-D product stays C-ordered, whatever b's layout
     w = mg.randn(5, 5)
-    assert (mg.randn(5, 5) @ w.T).data.flags.c_contiguous
+    assert (mg.randn(5, 5) @ w.T).array.flags.c_contiguous

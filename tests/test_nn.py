@@ -100,7 +100,7 @@ def test_state_dict_holds_parameters_and_persistent_buffers():
 def test_state_dict_shares_memory_and_keep_vars_gives_the_parameters():
     net = Net()
     state = net.state_dict()
-    assert np.shares_memory(state["scale"].data, net.scale.data)
+    assert np.shares_memory(state["scale"].array, net.scale.array)
     assert net.state_dict(keep_vars=True)["scale"] is net.scale
 
 

@@ -242,9 +242,9 @@ def test_fused_cuda_adam_kernel_equals_the_plain_lines(decoupled, weight_decay):
         lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=weight_decay, decoupled=decoupled,
         step_size=1e-2 / (1 - 0.9**3), bias_correction2_sqrt=(1 - 0.999**3) ** 0.5,
     )  # fmt: skip
-    plain = [mg.tensor(a, device="cuda").data for a in (p, m, v)]
-    fused = [mg.tensor(a, device="cuda").data for a in (p, m, v)]
-    grad = mg.tensor(g, device="cuda").data
+    plain = [mg.tensor(a, device="cuda").array for a in (p, m, v)]
+    fused = [mg.tensor(a, device="cuda").array for a in (p, m, v)]
+    grad = mg.tensor(g, device="cuda").array
     adam_update(plain[0], grad, plain[1], plain[2], c)
     fused_adam_update(fused[0], grad, fused[1], fused[2], c)
     for a, b in zip(plain, fused):

@@ -136,9 +136,9 @@ def test_draw_study_names_the_studies_it_can_draw():
 def test_gradient_gate_keeps_the_value_and_stops_only_its_edge():
     x = mg.randn(3, 4, dtype=mg.float64, requires_grad=True)
     y = GradientGate.apply(x, False) + 2.0 * x
-    assert np.array_equal(y.data, 3.0 * x.data)
+    assert np.array_equal(y.array, 3.0 * x.array)
     y.sum().backward()
-    assert np.array_equal(x.grad.data, np.full((3, 4), 2.0))  # only the open edge's 2
+    assert np.array_equal(x.grad.array, np.full((3, 4), 2.0))  # only the open edge's 2
 
 
 @pytest.mark.parametrize("norm_first", [False, True])

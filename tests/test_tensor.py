@@ -49,7 +49,7 @@ def test_detach_shares_data_and_leaves_the_graph(device):
     x = mg.randn(3, device=device, requires_grad=True)
     y = x * 2.0
     d = y.detach()
-    assert d.data is y.data and d.grad_fn is None and not d.requires_grad and d.is_leaf
+    assert d.array is y.array and d.grad_fn is None and not d.requires_grad and d.is_leaf
 
 
 def test_requires_grad_and_grad_assignment(device):

@@ -21,7 +21,7 @@ from minigrad import nn
 def test_clone_is_a_copy_in_new_memory(device):
     x = mg.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=mg.float64, device=device)
     copy = x.clone()
-    assert copy is not x and copy.data is not x.data
+    assert copy is not x and copy.array is not x.array
     assert copy.shape == x.shape and copy.dtype == x.dtype and copy.device == device
     copy[0, 0] = 10.0  # writing to the copy leaves the original alone
     assert x.tolist() == [[1.0, 2.0], [3.0, 4.0]]

@@ -76,9 +76,9 @@ def _seed_gradient(output, gradient):
         raise errors.backward_of_no_graph()
     if gradient is None and output.numel() != 1:
         raise errors.backward_of_non_scalar(output.shape)
-    xp = array_module(output.data)
+    xp = array_module(output.array)
     if gradient is None:
-        return Tensor._make(xp.ones_like(output.data))
+        return Tensor._make(xp.ones_like(output.array))
     if not isinstance(gradient, Tensor):  # (an array or a list)
         gradient = Tensor._make(xp.asarray(gradient, output.dtype))
     if gradient.shape != output.shape:
@@ -142,7 +142,7 @@ def _backward_node(node, output_grads) -> tuple:
     if len(input_grads) < len(node.inputs):
         raise errors.too_few_gradients(node, input_grads)
     if anomaly:
-        arrays = [getattr(g, "data", None) for g in input_grads]
+        arrays = [getattr(g, "array", None) for g in input_grads]
         errors.check_finite(node.name, "backward", arrays, node.inputs)
     if modes.node_observer is not None:  # (viz.record_grads: each edge's gradient norm)
         modes.node_observer(node, input_grads)
@@ -185,7 +185,7 @@ def accumulate_into_leaf(leaf, grad, create_graph: bool = False) -> None:
     tensor's gradient that shares the array (Add hands both inputs the same one)."""
     grad = _run_hooks(leaf, grad)
     if not create_graph:
-        grad = Tensor._make(grad.data.copy())
+        grad = Tensor._make(grad.array.copy())
     leaf.grad = grad if leaf.grad is None else leaf.grad + grad
 
 

@@ -90,7 +90,7 @@ class Context:
             return value
         outputs = [ref() for ref in self.outputs]  # held weakly: an output holds its node
         for tensor in (*self.inputs, *outputs):
-            if isinstance(tensor, Tensor) and tensor.data is value:
+            if isinstance(tensor, Tensor) and tensor.array is value:
                 return tensor
         return Tensor._make(value)
 
@@ -124,9 +124,9 @@ class Function:
         axis) and every keyword option is passed to forward as it is and gets no gradient.
         """
         tensors = [arg for arg in args if isinstance(arg, Tensor)]
-        arrays = [arg.data if isinstance(arg, Tensor) else arg for arg in args]
-        array_type = type(tensors[0].data) if tensors else np.ndarray
-        if any(type(t.data) is not array_type for t in tensors):
+        arrays = [arg.array if isinstance(arg, Tensor) else arg for arg in args]
+        array_type = type(tensors[0].array) if tensors else np.ndarray
+        if any(type(t.array) is not array_type for t in tensors):
             errors.check_same_device(cls.__name__, tensors)
         ctx = Context()
         ctx.kernel = fast.kernel_for(cls, array_type)  # the one place the fast layer enters
@@ -164,7 +164,7 @@ def record(ctx, function, inputs, needs_input_grad, outputs) -> None:
     ctx.function, ctx.inputs, ctx.needs_input_grad = function, inputs, needs_input_grad
     ctx.outputs = tuple([weakref.ref(out) for out in outputs])
     if len(outputs) > 1:
-        ctx.output_specs = [(out.shape, out.dtype, array_module(out.data)) for out in outputs]
+        ctx.output_specs = [(out.shape, out.dtype, array_module(out.array)) for out in outputs]
     global _next_number
     ctx.seq, _next_number = _next_number, _next_number + 1
 

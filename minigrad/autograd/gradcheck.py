@@ -49,7 +49,7 @@ def _pick(result, output_index) -> np.ndarray:
 
 def _numerical_jacobian(fn, inputs, output_index, x, eps):
     """d out / d x by central differences: shape (out.numel(), x.numel())."""
-    flat = x.data.reshape(-1)
+    flat = x.array.reshape(-1)
     columns = []
     for i in range(flat.size):
         original = flat[i].item()
@@ -150,4 +150,4 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3)
 
 def _like(tensor, values) -> Tensor:
     """``values`` as a constant Tensor of tensor's device and dtype."""
-    return Tensor._make(array_module(tensor.data).asarray(values, dtype=tensor.dtype))
+    return Tensor._make(array_module(tensor.array).asarray(values, dtype=tensor.dtype))

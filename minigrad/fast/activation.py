@@ -48,7 +48,7 @@ class SoftmaxKernel:
     def backward(ctx, grad):
         (y,) = ctx.saved_arrays
         grad_x = np.empty(y.shape, dtype=y.dtype)
-        _by_rows(ctx.dim, _softmax_grad_into, grad.data, y, grad_x)
+        _by_rows(ctx.dim, _softmax_grad_into, grad.array, y, grad_x)
         return Tensor._make(grad_x)
 
 
@@ -120,7 +120,7 @@ class LogSoftmaxKernel:
     @staticmethod
     def backward(ctx, grad):
         (y,) = ctx.saved_arrays
-        grad = grad.data
+        grad = grad.array
         grad_x = np.exp(y)  # softmax(x)
         grad_x *= grad.sum(axis=ctx.dim, keepdims=True)
         return Tensor._make(np.subtract(grad, grad_x, out=grad_x))
@@ -149,7 +149,7 @@ class GeluKernel:
 
         rows = x.reshape(-1) if x.flags.c_contiguous else x.ravel()
         out = np.empty_like(rows)
-        in_two_halves(compute, rows, kept, np.ascontiguousarray(grad.data).reshape(-1), out)
+        in_two_halves(compute, rows, kept, np.ascontiguousarray(grad.array).reshape(-1), out)
         return Tensor._make(out.reshape(x.shape)), None
 
 

@@ -40,10 +40,10 @@ def _update_alone(optimizer, param, group: dict) -> None:
     state = optimizer.state.setdefault(param, {})
     if not state:
         state["step"] = 0
-        state["exp_avg"], state["exp_avg_sq"] = np.zeros_like(param.data), np.zeros_like(param.data)
+        state["exp_avg"], state["exp_avg_sq"] = np.zeros_like(param.array), np.zeros_like(param.array)
     state["step"] += 1
     c = optimizer._coefficients(group, state["step"])
-    p, grad, m, v = param.data, param.grad.data, state["exp_avg"], state["exp_avg_sq"]
+    p, grad, m, v = param.array, param.grad.array, state["exp_avg"], state["exp_avg_sq"]
     if all(a.flags.c_contiguous for a in (p, m, v)) and grad.shape == p.shape:
         flat = (a.reshape(-1) for a in (p, grad, m, v))
         in_two_halves(functools.partial(adam_update, c=c), *flat)
@@ -58,7 +58,7 @@ def _small_parameters(optimizer, params: list, group: dict) -> list:
     its gradient."""
     if not optimizer.decoupled_weight_decay and group["weight_decay"] != 0:
         return []
-    dtype = params[0].data.dtype
+    dtype = params[0].array.dtype
     together = [p for p in params if _fits_flat_moments(p, dtype)]
     steps = {optimizer.state.get(p, {}).get("step", 0) for p in together}
     return together if len(together) >= 2 and len(steps) == 1 else []
@@ -66,12 +66,12 @@ def _small_parameters(optimizer, params: list, group: dict) -> list:
 
 def _fits_flat_moments(param, dtype) -> bool:
     """A small float NumPy parameter of ``dtype``, with a gradient of that dtype."""
-    data = param.data
+    data = param.array
     return (
         type(data) is np.ndarray
         and data.dtype == dtype
         and dtype.kind == "f"
-        and param.grad.data.dtype == dtype
+        and param.grad.array.dtype == dtype
         and param.grad.shape == data.shape
         and data.size < PARALLEL_MIN_SIZE
     )
@@ -91,7 +91,7 @@ def _update_together(optimizer, params: list, group: dict) -> None:
         moments = by_group[id(group)] = _FlatMoments(params, states)
     step = states[0]["step"] + 1
     c = optimizer._coefficients(group, step)
-    np.concatenate([p.grad.data.reshape(-1) for p in params], out=moments.grads)
+    np.concatenate([p.grad.array.reshape(-1) for p in params], out=moments.grads)
     in_two_halves(
         functools.partial(adam_direction, c=c),
         moments.grads,
@@ -101,8 +101,8 @@ def _update_together(optimizer, params: list, group: dict) -> None:
     )
     for param, state, direction in zip(params, states, moments.direction_views):
         if c.weight_decay != 0:
-            param.data *= 1 - c.lr * c.weight_decay  # p = p (1 - lr wd)
-        param.data -= direction
+            param.array *= 1 - c.lr * c.weight_decay  # p = p (1 - lr wd)
+        param.array -= direction
         state["step"] = step
 
 
@@ -113,8 +113,8 @@ class _FlatMoments:
     gradients (copied in each step) and the steps taken."""
 
     def __init__(self, params: list, states: list):
-        dtype = params[0].data.dtype
-        ends = list(itertools.accumulate(p.data.size for p in params))
+        dtype = params[0].array.dtype
+        ends = list(itertools.accumulate(p.array.size for p in params))
         total = ends[-1]
         self.params = list(params)
         self.exp_avg, self.exp_avg_sq = np.zeros(total, dtype), np.zeros(total, dtype)

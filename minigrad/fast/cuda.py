@@ -66,7 +66,7 @@ class LayerNormKernel:
     @staticmethod
     def backward(ctx, grad):
         (_, weight), (xhat, rstd) = ctx.saved_arrays, ctx.kernel_saved
-        grad, axes = grad.data, ctx.axes
+        grad, axes = grad.array, ctx.axes
         rows = tuple(range(grad.ndim - len(axes)))
         grad_xhat = grad if weight is None else grad * weight
         grad_x = _elementwise(
@@ -114,7 +114,7 @@ class GeluKernel:
         else:
             body = f"slope = g * (s + x * exp((T)-0.5 * x * x) * (T){INV_SQRT_2PI!r});"
         kernel = _elementwise("gelu_grad_" + ctx.approximate, "T x, T s, T g", "T slope", body)
-        return Tensor._make(kernel(x, kept, grad.data)), None
+        return Tensor._make(kernel(x, kept, grad.array)), None
 
 
 @fast.register("adam_update_group", "cuda")
@@ -144,12 +144,12 @@ def update_group_on_gpu(optimizer, params: list, group: dict) -> list:
         state = optimizer.state.setdefault(param, {})
         if not state:
             state["step"] = 0
-            state["exp_avg"] = cupy.zeros_like(param.data)
-            state["exp_avg_sq"] = cupy.zeros_like(param.data)
+            state["exp_avg"] = cupy.zeros_like(param.array)
+            state["exp_avg_sq"] = cupy.zeros_like(param.array)
         state["step"] += 1
         c = optimizer._coefficients(group, state["step"])
         kernel(
-            param.grad.data,
+            param.grad.array,
             1 - c.lr * c.weight_decay,
             c.weight_decay,
             c.decoupled,
@@ -159,7 +159,7 @@ def update_group_on_gpu(optimizer, params: list, group: dict) -> list:
             c.bias_correction2_sqrt,
             c.eps,
             c.step_size,
-            param.data,
+            param.array,
             state["exp_avg"],
             state["exp_avg_sq"],
         )

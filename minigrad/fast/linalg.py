@@ -34,7 +34,7 @@ class MatmulKernel:
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_arrays
-        grad = grad.data
+        grad = grad.array
         need_a, need_b = ctx.needs_input_grad[:2]
         if a.ndim > 2 and a.shape[:-2] == b.shape[:-2]:  # a batch: each thread its matrices
             return _batch_grads(a, b, grad, need_a, need_b)
@@ -68,7 +68,7 @@ class LinearKernel:
         # sums over rows dL/dW = g^T x and dL/db = sum of g; the two parts add up
         x, weight = ctx.saved_arrays
         out_features, in_features = weight.shape
-        grad_rows, x_rows = grad.data.reshape(-1, out_features), x.reshape(-1, in_features)
+        grad_rows, x_rows = grad.array.reshape(-1, out_features), x.reshape(-1, in_features)
         need_x, need_w, need_b = ctx.needs_input_grad
         rows = grad_rows.shape[0]
         grad_x = (

@@ -66,7 +66,7 @@ class CrossEntropyKernel:
     @staticmethod
     def backward(ctx, grad):
         (_, _, counted), (exps, sums, picked, log_p) = ctx.saved_arrays, ctx.kernel_saved
-        grad = grad.data
+        grad = grad.array
         grad_x = exps / sums[:, None]  # softmax(x)
         grad_x.reshape(-1)[picked] = np.expm1(log_p)  # softmax(x) - onehot(t)
         rows = grad_x.shape[0]

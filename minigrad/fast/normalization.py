@@ -54,7 +54,7 @@ class LayerNormKernel:
     @staticmethod
     def backward(ctx, grad):
         (_, weight), (xhat, rstd) = ctx.saved_arrays, ctx.kernel_saved
-        grad = grad.data
+        grad = grad.array
         grad_rows, weight_row = _matrix(grad, xhat.shape[1]), _row(weight)
         if ctx.small:
             grad_x, grad_w, grad_b = _grads_small(grad_rows, xhat, rstd, weight_row)

@@ -92,10 +92,10 @@ class MultiHeadAttention(Module):
     def allowed_positions(self, x: Tensor, length: int, mask):
         """The boolean array (broadcastable to (B, H, T, T)) of allowed (i, j) pairs, or None
         when every position may attend everywhere."""
-        xp = xp_for(x.device)  # (not x.data: that would wait for the projections' halves)
+        xp = xp_for(x.device)  # (not x.array: that would wait for the projections' halves)
         allowed = None
         if mask is not None:
-            allowed = mask.data if isinstance(mask, Tensor) else xp.asarray(mask)
+            allowed = mask.array if isinstance(mask, Tensor) else xp.asarray(mask)
             if allowed.dtype != np.bool_:
                 raise TypeError(
                     f"MultiHeadAttention: mask must be boolean (True = may attend), "

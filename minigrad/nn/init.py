@@ -22,7 +22,7 @@ from minigrad.tensor import Tensor
 def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
     """Write float64 samples into ``tensor`` in place (cast to its dtype, on its device)."""
     with no_grad():
-        tensor.data[...] = values if tensor.device == "cpu" else _on_device(values, tensor)
+        tensor.array[...] = values if tensor.device == "cpu" else _on_device(values, tensor)
     return tensor
 
 
@@ -48,7 +48,7 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
 
 def constant_(tensor: Tensor, value: float) -> Tensor:
     with no_grad():
-        tensor.data[...] = value
+        tensor.array[...] = value
     return tensor
 
 

@@ -254,7 +254,7 @@ class Module:
         for key, target in targets.items():
             if key in state_dict:
                 value = backend.to_device(_raw(state_dict[key]), target.device)
-                target.data[...] = value
+                target.array[...] = value
         return IncompatibleKeys(missing, unexpected)
 
     # -- modes, devices, gradients -----------------------------------------------------------
@@ -293,9 +293,9 @@ class Module:
             return backend.to_device(array, device) if device is not None else array
 
         for tensor in list(self.parameters()) + list(self.buffers()):
-            tensor.data = convert(tensor.data)
+            tensor.array = convert(tensor.array)
             if tensor.grad is not None:
-                tensor.grad.data = convert(tensor.grad.data)
+                tensor.grad.array = convert(tensor.grad.array)
         return self
 
     def cpu(self) -> Module:
@@ -398,7 +398,7 @@ def _record_call(module: Module, output, start: int, end: int) -> None:
 
 def _raw(value):
     """The array inside a Tensor, or the value itself (an array or a list)."""
-    return value.data if isinstance(value, Tensor) else value
+    return value.array if isinstance(value, Tensor) else value
 
 
 def _format_count(count: int) -> str:

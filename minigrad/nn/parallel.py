@@ -75,7 +75,7 @@ class DataParallel(Module):
     def _splits(self, tensors) -> bool:
         if not tensors or get_num_threads() < 2:
             return False
-        if any(not is_numpy(t.data) or t.ndim <= self.dim for t in tensors):
+        if any(not is_numpy(t.array) or t.ndim <= self.dim for t in tensors):
             return False
         sizes = {t.shape[self.dim] for t in tensors}
         return len(sizes) == 1 and sizes.pop() >= 2
@@ -102,7 +102,7 @@ def _forward_in_halves(module, inputs, tensors, dim):
             halves[1].append(item)
             continue
         needs_grad = grad_enabled and item.requires_grad
-        for half, half_leaves, part in zip(halves, leaves, _split(item.data, sizes, dim)):
+        for half, half_leaves, part in zip(halves, leaves, _split(item.array, sizes, dim)):
             leaf = Tensor._make(part, needs_grad)  # a leaf: its grad is this half's
             half.append(leaf)
             half_leaves.append(leaf)
@@ -151,7 +151,7 @@ def _forward_in_halves(module, inputs, tensors, dim):
     grad_outputs = [t for t, keep in zip(tensor_outputs, differentiable) if keep]
     needs_grad = tuple([t.requires_grad for t in tensors] + [True] * len(parameters))
     record(ctx, DataParallelCall, (*tensors, *parameters), needs_grad, grad_outputs)
-    ctx.output_specs = tuple((t.shape, t.dtype, array_module(t.data)) for t in grad_outputs)
+    ctx.output_specs = tuple((t.shape, t.dtype, array_module(t.array)) for t in grad_outputs)
     # the node is the model's call as well (as if the model had made it): minigrad.viz names
     # the parameters after the model, also once a temporary DataParallel wrapper is gone
     _record_call(module, grad_outputs, ctx.seq, ctx.seq + 1)
@@ -252,10 +252,10 @@ def _gather(first, second, dim):
             "DataParallel: the two halves of the batch gave outputs of different kinds "
             f"({_describe(first)} and {_describe(second)})"
         )
-    xp = array_module(first.data)
+    xp = array_module(first.array)
     if first.ndim == 0:
-        return xp.stack((first.data, second.data))
-    return xp.concatenate((first.data, second.data), axis=dim)
+        return xp.stack((first.array, second.array))
+    return xp.concatenate((first.array, second.array), axis=dim)
 
 
 def _describe(value) -> str:

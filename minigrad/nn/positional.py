@@ -43,7 +43,7 @@ class PositionalEncoding(Module):
                 f"PositionalEncoding: input of shape {x.shape} needs (..., T <= {self.max_len}, "
                 f"{self.d_model})"
             )
-        table = self.pe.data[:length]
+        table = self.pe.array[:length]
         if table.dtype != x.dtype:
             table = table.astype(x.dtype)
         return x + Tensor._make(table)

@@ -62,7 +62,7 @@ class _Recurrent(Module):
     def _initial(self, state, batch: int, unbatched: bool, like: Tensor, name: str) -> Tensor:
         """An initial state (1, B, H) or (1, H) as (B, H); zeros when not given."""
         if state is None:
-            zeros = array_module(like.data).zeros((batch, self.hidden_size), dtype=like.dtype)
+            zeros = array_module(like.array).zeros((batch, self.hidden_size), dtype=like.dtype)
             return Tensor._make(zeros)
         expected = (1, self.hidden_size) if unbatched else (1, batch, self.hidden_size)
         if state.shape != expected:

@@ -23,7 +23,7 @@ def clip_grad_norm_(
     if isinstance(parameters, Tensor):
         parameters = [parameters]
     parameters = [p for p in parameters if p.grad is not None]
-    grads = [p.grad.data for p in parameters]
+    grads = [p.grad.array for p in parameters]
     if not grads:
         return Tensor(np.zeros((), dtype=np.float32))
     xp = array_module(grads[0])
@@ -39,5 +39,5 @@ def clip_grad_norm_(
     if coef < 1.0:
         # new arrays, not in-place: the engine may hand two leaves the same gradient array
         for param in parameters:
-            param.grad = Tensor._make(param.grad.data * param.grad.dtype.type(coef))
+            param.grad = Tensor._make(param.grad.array * param.grad.dtype.type(coef))
     return Tensor(total)

@@ -77,7 +77,7 @@ def as_tensor_like(like: Tensor, value) -> Tensor:
     in like's float dtype (float32 if ``like`` is not a float tensor)."""
     if isinstance(value, Tensor):
         return on_same_device(like, value)
-    array = array_module(like.data).asarray(value)
+    array = array_module(like.array).asarray(value)
     if array.dtype.kind == "f" or array.dtype == np.float64:
         array = array.astype(like.dtype if like.dtype.kind == "f" else np.float32, copy=False)
     return Tensor._make(array)
@@ -87,13 +87,13 @@ def as_index(like: Tensor, value) -> Tensor:
     """Integer indices (a Tensor, array or list) as an int64 Tensor on like's device."""
     if isinstance(value, Tensor):
         return on_same_device(like, value)
-    array = array_module(like.data).asarray(value)
+    array = array_module(like.array).asarray(value)
     return Tensor._make(array.astype(np.int64) if array.dtype.kind in "iu" else array)
 
 
 def on_same_device(like: Tensor, other: Tensor) -> Tensor:
     """``other`` as it is, or a DeviceError if it lives on another device than ``like``."""
-    if type(other.data) is not type(like.data) and other.device != like.device:
+    if type(other.array) is not type(like.array) and other.device != like.device:
         raise DeviceError(
             f"expected both tensors on the same device, got {like.shape} on {like.device} "
             f"and {other.shape} on {other.device}; move one with .to(device)"

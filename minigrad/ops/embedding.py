@@ -26,7 +26,7 @@ class Embedding(Function):
     @staticmethod
     def backward(ctx, grad):
         (indices,) = ctx.saved_tensors
-        return None, EmbeddingBackward.apply(grad, indices.data, ctx.weight_shape)
+        return None, EmbeddingBackward.apply(grad, indices.array, ctx.weight_shape)
 
 
 class EmbeddingBackward(Function):

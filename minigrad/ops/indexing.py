@@ -134,9 +134,9 @@ def _describe(index) -> str:
 
 def getitem(x, index):
     index = _raw_index(index)
-    if not is_numpy(x.data):
+    if not is_numpy(x.array):
         _check_bounds_on_cpu(index, x.shape)
-        index = _index_on_gpu(index, xp_of(x.data))
+        index = _index_on_gpu(index, xp_of(x.array))
     return GetItem.apply(x, index)
 
 
@@ -174,7 +174,7 @@ def _raw_index(index):
     if isinstance(index, tuple):
         return tuple(_raw_index(item) for item in index)
     if hasattr(index, "data") and hasattr(index, "grad_fn"):
-        return index.data
+        return index.array
     return index
 
 

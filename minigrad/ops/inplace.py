@@ -107,14 +107,14 @@ def zero_in_place(self):
     """Set every value to 0, in place (as add_ and the others: not on a tensor that the
     graph records through while grad mode is on)."""
     refuse_in_graph(self, None, "zero_", "mg.zeros_like(x)")
-    self.data[...] = 0
+    self.array[...] = 0
     return self
 
 
 def fill_in_place(self, value):
     """Set every value to ``value``, in place (see zero_)."""
     refuse_in_graph(self, value, "fill_", "mg.full_like(x, value)")
-    self.data[...] = value.data if isinstance(value, Tensor) else value
+    self.array[...] = value.array if isinstance(value, Tensor) else value
     return self
 
 
@@ -122,10 +122,10 @@ def copy_in_place(self, other):
     """Overwrite the values in place (no graph), from a Tensor, array or number (see
     zero_)."""
     refuse_in_graph(self, other, "copy_", "other.clone()")
-    other = other.data if isinstance(other, Tensor) else other
+    other = other.array if isinstance(other, Tensor) else other
     if hasattr(other, "shape"):
         other = backend.to_device(other, self.device)
-    self.data[...] = other
+    self.array[...] = other
     return self
 
 
@@ -137,8 +137,8 @@ def setitem_operator(self, index, value):
         )
     if self.grad_fn is not None:
         raise RuntimeError("in-place assignment to a tensor that is part of a graph")
-    value = value.data if isinstance(value, Tensor) else value
-    self.data[raw_index(index)] = value
+    value = value.array if isinstance(value, Tensor) else value
+    self.array[raw_index(index)] = value
 
 
 # -- the checks and the write that they all share -------------------------------------------
@@ -177,7 +177,7 @@ def records_graph_with(self: Tensor, other, symbol: str) -> bool:
 
 def write_in_place(self: Tensor, ufunc_name: str, value, symbol: str) -> Tensor:
     """data <op>= value (an array or a number) into self's own array: same shape, dtype."""
-    data = self.data
+    data = self.array
     result_shape = np.broadcast_shapes(data.shape, np.shape(value))
     if result_shape != data.shape:
         raise ShapeError(
@@ -200,7 +200,7 @@ def write_in_place(self: Tensor, ufunc_name: str, value, symbol: str) -> Tensor:
 
 def raw_value(value):
     """A Tensor's array, or a Python number as it is."""
-    return value.data if isinstance(value, Tensor) else value
+    return value.array if isinstance(value, Tensor) else value
 
 
 # -- the table: which function becomes which Tensor method ----------------------------------

@@ -46,10 +46,10 @@ class CrossEntropy(Function):
         # dL/dx_i = w_i * (softmax(x_i) - onehot(t_i)),  w_i = the weight of row i in the
         # reduction (1, 1/count, or 0 where ignored) times g
         logits, target, counted = ctx.saved_tensors
-        xp = xp_of(logits.data)
+        xp = xp_of(logits.array)
         onehot = xp.zeros(logits.shape, logits.dtype)
-        onehot[xp.arange(logits.shape[0]), target.data] = 1
-        row_weight = counted.data.astype(logits.dtype)[:, None] * _mean_scale(ctx)
+        onehot[xp.arange(logits.shape[0]), target.array] = 1
+        row_weight = counted.array.astype(logits.dtype)[:, None] * _mean_scale(ctx)
         upstream = grad.reshape(-1, 1) if ctx.reduction == "none" else grad
         return (logits.softmax(dim=1) - onehot) * (upstream * row_weight), None
 
@@ -68,7 +68,7 @@ def cross_entropy(logits, target, ignore_index: int = -100, reduction: str = "me
     As in PyTorch the class dim is dim 1 (dim 0 for a single (C,) row).
     """
     check_reduction("cross_entropy", reduction)
-    target = as_index(logits, target).data
+    target = as_index(logits, target).array
     if target.dtype.kind not in "iu":
         raise TypeError(
             f"cross_entropy: target must hold class indices (int64), got {target.dtype}"

@@ -48,7 +48,7 @@ def operand(self: Tensor, other):
 
 def promoted(self: Tensor, other) -> Tensor:
     """An integer tensor meeting a float number turns float32 first, as in PyTorch."""
-    if isinstance(other, float) and self.data.dtype.kind in "biu":
+    if isinstance(other, float) and self.array.dtype.kind in "biu":
         return self.float()
     if isinstance(other, Tensor) and other.dtype.kind == "f" and self.dtype.kind in "biu":
         return self.to(other.dtype)
@@ -128,10 +128,10 @@ def getitem_operator(self, index):
 
 
 def compare(self, other, comparison):
-    """``comparison(self.data, other)`` as a bool Tensor outside the graph."""
-    other = other.data if isinstance(other, Tensor) else other
+    """``comparison(self.array, other)`` as a bool Tensor outside the graph."""
+    other = other.array if isinstance(other, Tensor) else other
     try:
-        return Tensor._make(comparison(self.data, other))
+        return Tensor._make(comparison(self.array, other))
     except ValueError as error:
         raise ShapeError(
             f"comparison: shapes {self.shape} and {np.shape(other)} do not broadcast ({error})"
@@ -171,7 +171,7 @@ def or_operator(self, other):
 
 
 def invert_operator(self):
-    return Tensor._make(~self.data)
+    return Tensor._make(~self.array)
 
 
 # -- elementwise math -----------------------------------------------------------------------
@@ -393,26 +393,26 @@ def type_as_method(self, other: Tensor) -> Tensor:
 
 def argmax_method(self, dim=None, keepdim=False):
     return Tensor._make(
-        backend.as_array(self.data.argmax(axis=dim, keepdims=keepdim), (self.data,))
+        backend.as_array(self.array.argmax(axis=dim, keepdims=keepdim), (self.array,))
     )
 
 
 def argmin_method(self, dim=None, keepdim=False):
     return Tensor._make(
-        backend.as_array(self.data.argmin(axis=dim, keepdims=keepdim), (self.data,))
+        backend.as_array(self.array.argmin(axis=dim, keepdims=keepdim), (self.array,))
     )
 
 
 def sign_method(self):
-    return Tensor._make(backend.array_module(self.data).sign(self.data))
+    return Tensor._make(backend.array_module(self.array).sign(self.array))
 
 
 def any_method(self):
-    return Tensor._make(backend.as_array(self.data.any(), (self.data,)))
+    return Tensor._make(backend.as_array(self.array.any(), (self.array,)))
 
 
 def all_method(self):
-    return Tensor._make(backend.as_array(self.data.all(), (self.data,)))
+    return Tensor._make(backend.as_array(self.array.all(), (self.array,)))
 
 
 # -- Python's protocols and PyTorch's conveniences: printing, len(), float(), size() ...
@@ -424,12 +424,12 @@ def size_method(self, dim=None):
 
 
 def dim_method(self) -> int:
-    return self.data.ndim
+    return self.array.ndim
 
 
 def nbytes_property(self) -> int:
     """Bytes the values take: numel() times the size of one (as torch.Tensor.nbytes)."""
-    return int(self.data.nbytes)
+    return int(self.array.nbytes)
 
 
 def len_protocol(self) -> int:
@@ -474,12 +474,12 @@ def bool_protocol(self) -> bool:
 
 def zeros_like_detached(self) -> Tensor:
     """Zeros of self's shape, dtype and device, with no graph."""
-    return Tensor._make(backend.array_module(self.data).zeros_like(self.data))
+    return Tensor._make(backend.array_module(self.array).zeros_like(self.array))
 
 
 def norm_value(self) -> float:
     """The L2 norm as a Python float (no graph)."""
-    flat = self.data.reshape(-1)
+    flat = self.array.reshape(-1)
     return float(backend.array_module(flat).sqrt((flat.astype(np.float64) ** 2).sum()))
 
 

@@ -45,13 +45,13 @@ class Adam(Optimizer):
 
     def update(self, param: Tensor, grad, state: dict, group: dict) -> None:
         if not state:
-            xp = array_module(param.data)
+            xp = array_module(param.array)
             state["step"] = 0
-            state["exp_avg"] = xp.zeros_like(param.data)
-            state["exp_avg_sq"] = xp.zeros_like(param.data)
+            state["exp_avg"] = xp.zeros_like(param.array)
+            state["exp_avg_sq"] = xp.zeros_like(param.array)
         state["step"] += 1
         coefficients = self._coefficients(group, state["step"])
-        adam_update(param.data, grad, state["exp_avg"], state["exp_avg_sq"], coefficients)
+        adam_update(param.array, grad, state["exp_avg"], state["exp_avg_sq"], coefficients)
 
     def update_group(self, params: list, group: dict) -> None:
         """One step of every parameter of the group; the fast layer's, where it has one

@@ -67,7 +67,7 @@ class Optimizer:
                     param.grad = None
                 else:
                     param.grad = Tensor._make(
-                        backend.array_module(param.data).zeros_like(param.data)
+                        backend.array_module(param.array).zeros_like(param.array)
                     )
 
     def step(self, closure=None):
@@ -88,10 +88,10 @@ class Optimizer:
         """Update ``params``, the parameters of ``group`` that have a gradient: one by one
         with ``update``, unless a subclass knows a faster way for many at once."""
         for param in params:
-            self.update(param, param.grad.data, self.state.setdefault(param, {}), group)
+            self.update(param, param.grad.array, self.state.setdefault(param, {}), group)
 
     def update(self, param: Tensor, grad, state: dict, group: dict) -> None:
-        """Update ``param.data`` in place from ``grad`` (an array); subclasses define it."""
+        """Update ``param.array`` in place from ``grad`` (an array); subclasses define it."""
         raise NotImplementedError
 
     # -- saving and restoring ------------------------------------------------------------------
@@ -158,7 +158,7 @@ class Optimizer:
 def _restore(value, param: Tensor, name: str, owner: str):
     """A saved state value back as an array on the parameter's device (numbers stay)."""
     if isinstance(value, Tensor):
-        value = value.data
+        value = value.array
     if not hasattr(value, "shape"):
         return value
     if value.ndim == 0 and name == "step":

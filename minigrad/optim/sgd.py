@@ -43,7 +43,7 @@ class SGD(Optimizer):
 
     def update(self, param: Tensor, grad, state: dict, group: dict) -> None:
         if group["weight_decay"] != 0:
-            grad = grad + group["weight_decay"] * param.data  # a new array: grad stays intact
+            grad = grad + group["weight_decay"] * param.array  # a new array: grad stays intact
         momentum = group["momentum"]
         if momentum != 0:
             buffer = state.get("momentum_buffer")
@@ -53,4 +53,4 @@ class SGD(Optimizer):
                 buffer *= momentum
                 buffer += (1 - group["dampening"]) * grad
             grad = grad + momentum * buffer if group["nesterov"] else buffer
-        param.data -= group["lr"] * grad
+        param.array -= group["lr"] * grad

@@ -100,8 +100,8 @@ def transformer_measures(
     (y * readout).mean().backward()
     first = blocks[0].attn
     return {
-        "share": top_singular_share(y.data),
-        "cos": mean_token_cosine(x.grad.data),
+        "share": top_singular_share(y.array),
+        "cos": mean_token_cosine(x.grad.array),
         "dWq": first.q_proj.weight.grad.norm_value(),
         "dWk": first.k_proj.weight.grad.norm_value(),
         "dWv": first.v_proj.weight.grad.norm_value(),

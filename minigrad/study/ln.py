@@ -70,7 +70,7 @@ def ffn_gradients(
             for b in model.blocks
         ]
         logs.append(np.log(norms))
-        streams.append(np.linalg.norm(stream.data, axis=-1).mean())
+        streams.append(np.linalg.norm(stream.array, axis=-1).mean())
     return np.exp(np.mean(logs, axis=0)), float(np.mean(streams))
 
 

@@ -50,7 +50,7 @@ def input_gradient(blocks, x, readout, branches_taken) -> np.ndarray:
         y = block(y)
     (y * readout).sum().backward()
     set_paths(blocks, None)
-    return x.grad.data.copy()
+    return x.grad.array.copy()
 
 
 def path_sum_error(

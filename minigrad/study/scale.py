@@ -53,12 +53,12 @@ def shortcut_gradients(
             y = block(y)
         y.backward(upstream)
         set_paths(blocks, None)
-        return x.grad.data
+        return x.grad.array
 
-    predicted = scale ** (2 * n_blocks) * upstream.data
+    predicted = scale ** (2 * n_blocks) * upstream.array
     shortcut_only = input_grad(set())  # no branch taken: the path of shortcuts alone
     every_path = input_grad(None)
-    g = np.linalg.norm(upstream.data)
+    g = np.linalg.norm(upstream.array)
     return {
         "shortcuts": float(np.linalg.norm(shortcut_only) / g),
         "error": float(np.abs(shortcut_only - predicted).max() / np.abs(predicted).max()),
@@ -84,7 +84,7 @@ def rezero_jacobian_error(
         for block in blocks:
             y = block(y)
         y.backward(mg.tensor(basis.reshape(x.shape), dtype=mg.float64))
-        jacobian[row] = x.grad.data.reshape(-1)  # row i: d y_i / dx
+        jacobian[row] = x.grad.array.reshape(-1)  # row i: d y_i / dx
     error = float(np.abs(jacobian - np.eye(size)).max())
 
     for block in blocks:

@@ -39,8 +39,8 @@ def set_forget_bias(lstm: nn.LSTM, value: float) -> None:
     """Make the forget gate's total bias b_ih[f] + b_hh[f] equal ``value`` (gate order
     i, f, g, o, as in PyTorch): b_ih[f] = value, b_hh[f] = 0."""
     hidden = lstm.hidden_size
-    lstm.bias_ih_l0.data[hidden : 2 * hidden] = value
-    lstm.bias_hh_l0.data[hidden : 2 * hidden] = 0.0
+    lstm.bias_ih_l0.array[hidden : 2 * hidden] = value
+    lstm.bias_hh_l0.array[hidden : 2 * hidden] = 0.0
 
 
 def build(model: str, hidden: int, n_heads: int):
@@ -80,7 +80,7 @@ def gradient_by_distance(
     readout = random_input((hidden,), requires_grad=False)
     states = forward(x)
     (states[0, -1] * readout).sum().backward()
-    per_step = np.linalg.norm(x.grad.data[0], axis=-1)  # (T,), index t
+    per_step = np.linalg.norm(x.grad.array[0], axis=-1)  # (T,), index t
     return per_step[::-1].copy()  # index = distance from the last step
 
 
