@@ -1,6 +1,10 @@
-"""The random number generators, one per device, seeded together by ``manual_seed``.
+"""Random number generators, as PyTorch's: ``mg.Generator`` and the default one of each device.
 
-Besides the grad-mode flag this is the only global state in minigrad.
+``mg.manual_seed(seed)`` seeds every device's default generator, so that runs repeat exactly;
+a ``generator=`` argument (``mg.randn(3, generator=g)``, ``DataLoader(..., generator=g)``)
+draws from a generator of its own instead. Besides the grad-mode flag the default generators
+are the only global state in minigrad. A Generator draws with NumPy's (or CuPy's)
+``default_rng``, so its numbers are not PyTorch's, only as reproducible.
 
 ``nn.DataParallel`` runs the two halves of a batch on two threads at once; drawing from one
 generator in whichever order the threads come would make every run different. So each half
@@ -11,37 +15,179 @@ the CPU generator where it was.
 
 from __future__ import annotations
 
+import os
 import threading
 from contextlib import contextmanager
 
 import numpy as np
 
-_generators: dict = {"cpu": np.random.default_rng()}
-_seed: int | None = None
-_this_thread = threading.local()  # .half: (HalvesGenerators, 0 or 1) inside DataParallel
+from minigrad import backend
+from minigrad.tensor import Tensor
+
+DEFAULT_SEED = 67280421310721  # PyTorch's seed of a Generator() that nobody seeded
+_SEEDS = 2**64  # a seed is a 64-bit word: -1 is the seed 2**64 - 1, as in PyTorch
+_STATE_BYTES = (16, 16, 1, 4)  # PCG64's state and increment, has_uint32, uinteger
 
 
-def manual_seed(seed: int) -> None:
-    """Seed every device's generator, so that runs repeat exactly."""
-    global _seed
-    _seed = int(seed)
-    _generators.clear()
-    _generators["cpu"] = np.random.default_rng(_seed)
+def _checked_seed(seed) -> int:
+    """``seed`` as PyTorch reads it (int(seed), negative ones wrapped to 64 bits)."""
+    try:
+        value = int(seed)
+    except (TypeError, ValueError):
+        raise TypeError(f"manual_seed: expected an integer seed, got {seed!r}") from None
+    if not -(2**63) <= value < _SEEDS:
+        raise ValueError(f"manual_seed: the seed {value} does not fit in 64 bits")
+    return value % _SEEDS
 
 
-def generator(device: str = "cpu"):
-    """The generator of ``device``: a numpy Generator, or cupy's for "cuda"."""
+def _fresh_seed() -> int:
+    return int.from_bytes(os.urandom(8), "little")
+
+
+class Generator:
+    """A random number generator of its own, for ``generator=`` arguments, as in PyTorch:
+
+    g = mg.Generator().manual_seed(42)
+    mg.randn(3, generator=g)       # the same three numbers after every manual_seed(42)
+    """
+
+    def __init__(self, device: str = "cpu"):
+        self.device = backend.check_device(device)
+        self._initial_seed = DEFAULT_SEED
+        self._engine = None  # the numpy (or cupy) generator, made at the first draw
+
+    def __repr__(self) -> str:
+        return f"Generator(device={self.device!r})"
+
+    def manual_seed(self, seed) -> Generator:
+        """Start over from ``seed``; returns the generator."""
+        self._initial_seed = _checked_seed(seed)  # (a bad seed leaves the state as it was)
+        self._engine = None
+        return self
+
+    def seed(self) -> int:
+        """Seed from the operating system's entropy; returns the seed."""
+        seed = _fresh_seed()
+        self.manual_seed(seed)
+        return seed
+
+    def initial_seed(self) -> int:
+        return self._initial_seed
+
+    @property
+    def engine(self):
+        """The numpy (or cupy) Generator that draws the numbers."""
+        if self._engine is None:
+            xp = backend.xp_for(self.device)
+            self._engine = xp.random.default_rng(self._initial_seed)
+        return self._engine
+
+    def get_state(self) -> Tensor:
+        """The state as a uint8 tensor (for ``set_state``, and savable with ``mg.save``)."""
+        state = self._pcg64_state("get_state")
+        words = (state["state"]["state"], state["state"]["inc"])
+        words += (state["has_uint32"], state["uinteger"])
+        raw = b"".join(int(w).to_bytes(n, "little") for w, n in zip(words, _STATE_BYTES))
+        return Tensor(np.frombuffer(raw, dtype=np.uint8).copy())
+
+    def set_state(self, new_state) -> Generator:
+        """Go back to a state that ``get_state`` returned."""
+        self._pcg64_state("set_state")
+        raw = np.asarray(getattr(new_state, "array", new_state))
+        if raw.dtype != np.uint8 or raw.shape != (sum(_STATE_BYTES),):
+            raise RuntimeError(
+                f"set_state: expected the uint8 tensor of shape ({sum(_STATE_BYTES)},) that "
+                f"get_state returns, got dtype {raw.dtype} and shape {raw.shape}"
+            )
+        raw, words = raw.tobytes(), []
+        for size in _STATE_BYTES:
+            words.append(int.from_bytes(raw[:size], "little"))
+            raw = raw[size:]
+        self.engine.bit_generator.state = {
+            "bit_generator": "PCG64",
+            "state": {"state": words[0], "inc": words[1]},
+            "has_uint32": words[2],
+            "uinteger": words[3],
+        }
+        return self
+
+    def _pcg64_state(self, method: str) -> dict:
+        state = getattr(self.engine.bit_generator, "state", None)
+        if self.device != "cpu" or not isinstance(state, dict) or state["bit_generator"] != "PCG64":
+            raise RuntimeError(f"{method}: only the state of a CPU generator can be read or set")
+        return state
+
+
+default_generator = Generator()  # torch.default_generator: seeded afresh at each start
+default_generator.seed()
+_cuda_generator: list = []  # the default "cuda" generator, made on first use
+_cuda_seed: list = []  # a seed given before it was made
+
+
+def manual_seed(seed) -> Generator:
+    """Seed every device's default generator, so that runs repeat exactly. Returns the CPU
+    one. Any int that fits in 64 bits, negative ones included, as in PyTorch."""
+    seed = _checked_seed(seed)
+    manual_seed_cuda(seed)
+    return default_generator.manual_seed(seed)
+
+
+def manual_seed_cuda(seed) -> None:
+    """Seed the default "cuda" generator (at its first use, if CUDA is not in use yet)."""
+    seed = _checked_seed(seed)
+    _cuda_seed[:] = [seed]
+    if _cuda_generator:
+        _cuda_generator[0].manual_seed(seed)
+
+
+def seed() -> int:
+    """Seed the default generators from the operating system's entropy; returns the seed."""
+    return manual_seed(_fresh_seed()).initial_seed()
+
+
+def initial_seed() -> int:
+    """The seed of the default CPU generator."""
+    return default_generator.initial_seed()
+
+
+def get_rng_state() -> Tensor:
+    """The default CPU generator's state, a uint8 tensor."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state) -> None:
+    default_generator.set_state(new_state)
+
+
+def default_for(device: str) -> Generator:
+    """The default Generator of ``device``."""
+    if device == "cpu":
+        return default_generator
+    if not _cuda_generator:
+        seed = _cuda_seed[0] if _cuda_seed else int(default_generator.engine.integers(2**63))
+        _cuda_generator.append(Generator(device).manual_seed(seed))
+    return _cuda_generator[0]
+
+
+def generator(device: str = "cpu", given: Generator | None = None):
+    """The numpy (or cupy) generator to draw from on ``device``: that of ``given`` (a
+    Generator passed as ``generator=``), or else the device's default one."""
+    if given is not None:
+        if not isinstance(given, Generator):
+            raise TypeError(f"generator must be a minigrad Generator, got {type(given).__name__}")
+        if given.device != device:
+            raise RuntimeError(
+                f"expected a generator on device '{device}', got one on '{given.device}'"
+            )
+        return given.engine
     half = getattr(_this_thread, "half", None)
     if half is not None and device == "cpu":
         halves, index = half
         return halves.generator(index)
-    if device not in _generators:
-        from minigrad.backend import xp_for
+    return default_for(device).engine
 
-        cupy = xp_for("cuda")
-        seed = _seed if _seed is not None else int(_generators["cpu"].integers(2**31))
-        _generators[device] = cupy.random.default_rng(seed)
-    return _generators[device]
+
+_this_thread = threading.local()  # .half: (HalvesGenerators, 0 or 1) inside DataParallel
 
 
 class HalvesGenerators:
@@ -54,7 +200,7 @@ class HalvesGenerators:
     def generator(self, index: int):
         with self._lock:  # both seeds are drawn at once, whichever half asks first
             if self._generators is None:
-                seeds = _generators["cpu"].integers(2**63, size=2)
+                seeds = default_generator.engine.integers(2**63, size=2)
                 self._generators = [np.random.default_rng(int(seed)) for seed in seeds]
         return self._generators[index]
 

@@ -2,8 +2,9 @@
 
 - minigrad is built in floors, each importing only from its own floor and the ones below:
 
-      errors, hooks  <  backend, rng, cuda  <  tensor, autograd.*  <  creation, serialization
-      <  ops.*  <  nn.*  <  optim.*  <  minigrad (the package face)  <  study.*  <  viz.*
+      errors, hooks  <  backend  <  tensor, autograd.*  <  rng, cuda, creation, serialization
+      <  ops.*  <  nn.*  <  optim.*  <  utils.*  <  minigrad (the package face)  <  study.*
+      <  viz.*
 
   ``minigrad/__init__.py``, the package face, may import anything; as something imported it
   sits above optim (it imports the kernels, which reach optim), so study and viz may use it.
@@ -37,12 +38,13 @@ SEAM = ("minigrad.autograd.function", FAST)  # the one import of the fast layer 
 # from the bottom; "x.*" is the package x and every module in it
 FLOORS = [
     ("errors and hooks", ["minigrad.errors", "minigrad.hooks"]),
-    ("backend", ["minigrad.backend", "minigrad.rng", "minigrad.cuda"]),
+    ("backend", ["minigrad.backend"]),
     ("core", ["minigrad.tensor", "minigrad.autograd.*"]),
-    ("creation", ["minigrad.creation", "minigrad.serialization"]),
+    ("creation", ["minigrad.rng", "minigrad.cuda", "minigrad.creation", "minigrad.serialization"]),
     ("ops", ["minigrad.ops.*"]),
     ("nn", ["minigrad.nn.*"]),
     ("optim", ["minigrad.optim.*"]),
+    ("utils", ["minigrad.utils.*"]),
     ("the package face", [FACE]),
     ("study", ["minigrad.study.*"]),
     ("viz", ["minigrad.viz.*"]),
@@ -55,7 +57,7 @@ CORE_FILES = sorted(
     [PACKAGE / "tensor.py"]
     + [path for path in (PACKAGE / "autograd").glob("*.py") if path.name != "gradcheck.py"]
 )
-BUDGETS = [("the core", CORE_FILES, 610), ("backend.py", [PACKAGE / "backend.py"], 250)]
+BUDGETS = [("the core", CORE_FILES, 620), ("backend.py", [PACKAGE / "backend.py"], 250)]
 # the speed machinery's words; grad mode's flags are thread-local (``threading.local``, as in
 # PyTorch), which is semantics, not speed, so the module name itself is not among them
 UNNAMED_IN_THE_CORE = re.compile(r"\b(threads|streams?|halves|helper)\b", re.I)

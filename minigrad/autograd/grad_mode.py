@@ -1,11 +1,5 @@
-"""Grad mode: whether ops record the graph, and the other switches of the autograd engine.
-
-These flags are minigrad's one piece of global mutable state (besides the RNG). Each is set
-only through a context manager, which restores the old value on exit. As in PyTorch, they
-are local to the thread that sets them (``threading.local``).
-"""
-
-from __future__ import annotations
+"""Grad mode and the engine's other switches, thread-local as in PyTorch; each is set by a
+context manager that restores it on exit and also decorates: ``@mg.no_grad()``, ``@mg.no_grad``."""
 
 import copy
 import threading
@@ -27,18 +21,23 @@ def is_grad_enabled() -> bool:
 
 
 class SetFlag(ContextDecorator):
-    """Context manager (and decorator) that sets one flag of ``modes`` and restores it."""
+    """Sets one flag of ``modes`` inside ``with`` (or a decorated function), then restores it."""
 
     flag, value = "", True
 
+    def __new__(cls, *args, **kwargs):
+        if len(args) == 1 and callable(args[0]) and not kwargs:  # @mg.no_grad, no parentheses
+            return cls()(args[0])
+        return super().__new__(cls)
+
     def __enter__(self):
-        self._previous = getattr(modes, self.flag)
+        if "_previous" not in vars(self):  # (set_grad_enabled is entered when made)
+            self._previous = getattr(modes, self.flag)
         setattr(modes, self.flag, self.value)
         return self
 
     def __exit__(self, *exc_info):
-        setattr(modes, self.flag, self._previous)
-        return False
+        setattr(modes, self.flag, vars(self).pop("_previous"))
 
     def _recreate_cm(self):  # as a decorator: a fresh one per call (calls may nest)
         return copy.copy(self)
@@ -56,13 +55,25 @@ class enable_grad(SetFlag):
     flag, value = "grad_enabled", True
 
 
+def inference_mode(mode=True):
+    """PyTorch's inference mode: ``no_grad`` here (``mode=False``: ``enable_grad``, as in torch)."""
+    if callable(mode):  # @mg.inference_mode, no parentheses
+        return no_grad(mode)
+    return no_grad() if mode else enable_grad()
+
+
 class set_grad_enabled(SetFlag):
-    """``with mg.set_grad_enabled(flag):`` records the graph only if ``flag`` is true."""
+    """``mg.set_grad_enabled(False)`` stops recording at once; in ``with``, until its end."""
 
     flag = "grad_enabled"
 
-    def __init__(self, mode: bool = True):
+    def __init__(self, mode: bool):
         self.value = bool(mode)
+        self.__enter__()  # a plain call takes effect at once, as in PyTorch
+
+    def __call__(self, function):  # as a decorator it acts inside the calls only
+        self.__exit__()
+        return super().__call__(function)
 
 
 class detect_anomaly(SetFlag):
