@@ -10,6 +10,7 @@ batchnorm.py    BatchNorm1d, BatchNorm2d flatten.py     Flatten, Unflatten
 positional.py   PositionalEncoding      feedforward.py FeedForward
 attention.py    MultiHeadAttention      transformer.py TransformerBlock
 rnn.py          RNN, LSTM               init.py        initialisers
+gru.py          GRU                     cells.py       RNNCell, LSTMCell, GRUCell
 utils.py        clip_grad_norm_         functional.py  F: the functions behind the layers
 parallel.py     DataParallel: half the batch on each of two threads
 loss.py         CrossEntropyLoss, MSELoss, NLLLoss, BCELoss, BCEWithLogitsLoss, KLDivLoss
@@ -31,11 +32,13 @@ from minigrad.nn.activation import (
 )
 from minigrad.nn.attention import MultiHeadAttention
 from minigrad.nn.batchnorm import BatchNorm1d, BatchNorm2d
+from minigrad.nn.cells import GRUCell, LSTMCell, RNNCell
 from minigrad.nn.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from minigrad.nn.dropout import Dropout
 from minigrad.nn.embedding import Embedding
 from minigrad.nn.feedforward import FeedForward
 from minigrad.nn.flatten import Flatten, Unflatten
+from minigrad.nn.gru import GRU
 from minigrad.nn.linear import Linear
 from minigrad.nn.loss import (
     BCELoss,
@@ -60,5 +63,5 @@ __all__ = [
     "Softmax", "Tanh", "TransformerBlock", "functional", "init", "utils",
     "BatchNorm1d", "BatchNorm2d", "BCELoss", "BCEWithLogitsLoss", "ELU", "Flatten", "KLDivLoss",
     "LeakyReLU", "LogSoftmax", "ModuleDict", "NLLLoss", "ParameterDict", "ParameterList",
-    "SiLU", "Softplus", "Unflatten",
+    "SiLU", "Softplus", "Unflatten", "GRU", "GRUCell", "LSTMCell", "RNNCell",
 ]  # fmt: skip
