@@ -104,6 +104,11 @@ CASES = {
     "gelu exact big": ("Gelu", ops.gelu, [normal(512, 512, scale=3)]),
     "gelu tanh big": ("Gelu", lambda x: ops.gelu(x, "tanh"), [normal(512, 512, scale=3)]),
     "gelu non-contiguous": ("Gelu", ops.gelu, [transposed(normal(512, 512, scale=3))]),
+    "pow 3": ("Pow", lambda x: ops.pow(x, 3.0), [normal(64, 512)]),
+    "pow 4": ("Pow", lambda x: ops.pow(x, 4), [normal(4, 5, scale=3)]),
+    "pow 3 non-contiguous": ("Pow", lambda x: ops.pow(x, 3), [transposed(normal(64, 128))]),
+    "pow other exponent": ("Pow", lambda x: ops.pow(x, 2.5), [np.abs(normal(4, 5)) + 0.5]),
+    "pow tensor exponent": ("Pow", ops.pow, [np.abs(normal(4, 5)) + 0.5, normal(4, 5)]),
     "embedding small": (
         "EmbeddingBackward",
         lambda i, w: ops.embedding(i, w),

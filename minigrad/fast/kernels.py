@@ -1,6 +1,17 @@
 """Every kernel of the fast layer, registered by importing its module (``minigrad``'s
 ``__init__`` imports this one last, once the ops exist)."""
 
-from minigrad.fast import activation, adam, cuda, embedding, linalg, loss, normalization
+from minigrad.fast import (
+    activation,
+    adam,
+    arithmetic,
+    cuda,
+    embedding,
+    linalg,
+    loss,
+    normalization,
+)
 
-__all__ = ["activation", "adam", "cuda", "embedding", "linalg", "loss", "normalization"]
+__all__ = [
+    "activation", "adam", "arithmetic", "cuda", "embedding", "linalg", "loss", "normalization",
+]  # fmt: skip
