@@ -136,3 +136,108 @@ def test_attention_rejects_a_bad_mask(mask, error):
 def test_attention_needs_heads_that_divide_d_model():
     with pytest.raises(ValueError, match="divisible"):
         nn.MultiHeadAttention(10, 3)
+
+
+# -- cross-attention ------------------------------------------------------------------------
+
+
+def torch_heads(layer, t, heads):
+    """A projection of t (B, S, d) by a minigrad Linear, split into heads (B, H, S, d_k)."""
+    projected = TF.linear(
+        t, torch.from_numpy(layer.weight.numpy()), torch.from_numpy(layer.bias.numpy())
+    )
+    batch, length, width = projected.shape
+    return projected.view(batch, length, heads, width // heads).transpose(1, 2)
+
+
+@pytest.mark.parametrize("with_mask", [False, True], ids=["no_mask", "user_mask"])
+def test_cross_attention_matches_torch(with_mask):
+    """Queries from x (B, T, d), keys and values from memory (B, S, d), S != T; checked
+    against torch's scaled_dot_product_attention with the same projections."""
+    mg.manual_seed(3)
+    attention = nn.MultiHeadAttention(8, 2)
+    x, memory = random_input((2, 3, 8), seed=1), random_input((2, 5, 8), seed=2)
+    mask = np.random.default_rng(4).random((2, 1, 3, 5)) < 0.7 if with_mask else None
+    if with_mask:
+        mask[..., 0] = True  # every query keeps a key
+    x_mg, memory_mg = mg.tensor(x, requires_grad=True), mg.tensor(memory, requires_grad=True)
+    out = attention(x_mg, mask=mask, memory=memory_mg)
+    assert out.shape == (2, 3, 8) and attention.attn_weights.shape == (2, 2, 3, 5)
+
+    x_t, memory_t = torch.tensor(x, requires_grad=True), torch.tensor(memory, requires_grad=True)
+    q = torch_heads(attention.q_proj, x_t, 2)
+    k, v = torch_heads(attention.k_proj, memory_t, 2), torch_heads(attention.v_proj, memory_t, 2)
+    heads = TF.scaled_dot_product_attention(
+        q, k, v, attn_mask=torch.from_numpy(mask) if with_mask else None
+    )
+    expected = torch_heads(attention.o_proj, heads.transpose(1, 2).reshape(2, 3, 8), 1)[:, 0]
+    np.testing.assert_allclose(out.numpy(), expected.detach().numpy(), atol=ATOL)
+    weights = np.random.default_rng(5).standard_normal((2, 3, 8)).astype(np.float32)
+    (out * mg.tensor(weights)).sum().backward()
+    (expected * torch.from_numpy(weights)).sum().backward()
+    np.testing.assert_allclose(x_mg.grad.numpy(), x_t.grad.numpy(), atol=ATOL)
+    np.testing.assert_allclose(memory_mg.grad.numpy(), memory_t.grad.numpy(), atol=ATOL)
+
+
+def test_cross_attention_rejects_memory_of_another_batch_or_width():
+    attention = nn.MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match="batch size"):
+        attention(mg.randn(2, 3, 8), memory=mg.randn(3, 4, 8))
+    with pytest.raises(ValueError, match=r"memory \(B, T, 8\)"):
+        attention(mg.randn(2, 3, 8), memory=mg.randn(2, 4, 6))
+
+
+# -- F.scaled_dot_product_attention ------------------------------------------------------------
+
+SDPA_CASES = {
+    "plain": {},
+    "bool_mask": {"mask": "bool"},
+    "float_mask": {"mask": "float"},
+    "causal": {"is_causal": True},
+    "scale": {"scale": 0.3},
+    "gqa": {"enable_gqa": True, "kv_heads": 1},
+}
+
+
+@pytest.mark.parametrize("case", list(SDPA_CASES))
+def test_scaled_dot_product_attention_matches_torch(case):
+    from helpers import check_gradients, compare_with_torch
+
+    options = dict(SDPA_CASES[case])
+    mask_kind, kv_heads = options.pop("mask", None), options.pop("kv_heads", 2)
+    rng = np.random.default_rng(6)
+    q, k, v = (
+        rng.standard_normal((2, 2, 3, 4)),
+        rng.standard_normal((2, kv_heads, 5, 4)),
+        rng.standard_normal((2, kv_heads, 5, 6)),
+    )
+    arrays = [q, k, v]
+    if mask_kind == "bool":
+        mask = rng.random((2, 1, 3, 5)) < 0.6
+        mask[..., 0] = True
+        arrays.append(mask)
+    elif mask_kind == "float":
+        arrays.append(rng.standard_normal((3, 5)))
+
+    def ours(q, k, v, mask=None):
+        return mg.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, **options)
+
+    def theirs(q, k, v, mask=None):
+        return TF.scaled_dot_product_attention(q, k, v, attn_mask=mask, **options)
+
+    compare_with_torch(ours, theirs, *arrays)
+    compare_with_torch(ours, theirs, *arrays, dtype=np.float32)
+    check_gradients(ours, *arrays)
+
+
+def test_scaled_dot_product_attention_dropout_and_errors():
+    q = mg.randn(1, 3, 4)
+    np.testing.assert_array_equal(
+        mg.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=1.0).numpy(), 0.0
+    )
+    with pytest.raises(RuntimeError, match="is_causal"):
+        mg.nn.functional.scaled_dot_product_attention(
+            q, q, q, attn_mask=np.ones((3, 3), bool), is_causal=True
+        )
+    with pytest.raises(ValueError, match="do not fit"):
+        mg.nn.functional.scaled_dot_product_attention(q, mg.randn(1, 3, 5), q)

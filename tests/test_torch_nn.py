@@ -420,3 +420,241 @@ def test_batch_norm_errors_name_the_problem():
         nn.BatchNorm1d(4)(mg.randn(2, 3))
     with pytest.raises(ValueError, match="more than 1 value per channel"):
         nn.BatchNorm1d(3)(mg.randn(1, 3))
+
+
+# -- nn.MultiheadAttention ----------------------------------------------------------------------
+
+MHA_CONFIGS = {
+    "default": {},
+    "kdim_vdim": {"kdim": 6, "vdim": 5},
+    "no_bias": {"bias": False},
+    "bias_kv_zero_attn": {"add_bias_kv": True, "add_zero_attn": True},
+    "batch_first": {"batch_first": True},
+}
+MHA_MASKS = ["none", "bool", "float", "per_head", "float_padding"]
+
+
+def mha_masks(kind: str, batch: int, heads: int, length: int, keys: int, generator):
+    """(attn_mask, key_padding_mask) as numpy arrays, never masking a whole row."""
+    if kind == "none":
+        return None, None
+    if kind == "bool":
+        attn = generator.random((length, keys)) < 0.3
+        padding = generator.random((batch, keys)) < 0.3
+        attn[:, 0] = padding[:, 0] = False
+        return attn, padding
+    if kind == "float":
+        return generator.standard_normal((length, keys)).astype(np.float32), None
+    if kind == "per_head":
+        attn = generator.random((batch * heads, length, keys)) < 0.3
+        attn[..., 0] = False
+        return attn, None
+    padding = np.where(generator.random((batch, keys)) < 0.3, -np.inf, 0.0).astype(np.float32)
+    padding[:, 0] = 0.0
+    return None, padding
+
+
+@pytest.mark.parametrize("config", list(MHA_CONFIGS))
+@pytest.mark.parametrize("masks", MHA_MASKS)
+@pytest.mark.parametrize("average", [True, False], ids=["averaged", "per_head_weights"])
+def test_multihead_attention_matches_torch(config, masks, average):
+    options = MHA_CONFIGS[config]
+    torch.manual_seed(0)
+    twin = torch.nn.MultiheadAttention(8, 2, **options)
+    layer = nn.MultiheadAttention(8, 2, **options)
+    assert_same_state_names(layer, twin)
+    if options.get("bias", True):  # biases that are not zero, to check where they go
+        with torch.no_grad():
+            twin.in_proj_bias.uniform_(-0.5, 0.5)
+            twin.out_proj.bias.uniform_(-0.5, 0.5)
+    copy_weights(layer, twin)
+
+    generator = rng(7)
+    batch, length, keys = 3, 4, 5
+    shapes = [(length, batch, 8), (keys, batch, options.get("kdim", 8)),
+              (keys, batch, options.get("vdim", 8))]  # fmt: skip
+    arrays = [generator.standard_normal(shape).astype(np.float32) for shape in shapes]
+    if options.get("batch_first"):
+        arrays = [np.ascontiguousarray(a.transpose(1, 0, 2)) for a in arrays]
+    attn_mask, padding = mha_masks(masks, batch, 2, length, keys, generator)
+    inputs_mg = [mg.tensor(a, requires_grad=True) for a in arrays]
+    inputs_torch = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out_mg, weights_mg = layer(*inputs_mg, key_padding_mask=padding, attn_mask=attn_mask,
+                               average_attn_weights=average)  # fmt: skip
+    out_torch, weights_torch = twin(
+        *inputs_torch,
+        key_padding_mask=None if padding is None else torch.from_numpy(padding),
+        attn_mask=None if attn_mask is None else torch.from_numpy(attn_mask),
+        average_attn_weights=average,
+    )
+    assert weights_mg.shape == tuple(weights_torch.shape)
+    np.testing.assert_allclose(out_mg.numpy(), out_torch.detach().numpy(), atol=1e-5)
+    np.testing.assert_allclose(weights_mg.numpy(), weights_torch.detach().numpy(), atol=1e-6)
+    backward_of_weighted_sum([out_mg, weights_mg], [out_torch, weights_torch])
+    for ours, theirs in zip(inputs_mg, inputs_torch):
+        np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), atol=1e-5)
+    assert_same_parameter_grads(layer, twin)
+
+
+def test_multihead_attention_unbatched_and_without_weights():
+    twin = torch.nn.MultiheadAttention(8, 2)
+    layer = nn.MultiheadAttention(8, 2)
+    copy_weights(layer, twin)
+    x = rng(8).standard_normal((4, 8)).astype(np.float32)
+    padding = np.array([False, False, True, False])
+    out_mg, weights_mg = layer(mg.tensor(x), mg.tensor(x), mg.tensor(x), key_padding_mask=padding)
+    out_torch, weights_torch = twin(*[torch.tensor(x)] * 3, key_padding_mask=torch.tensor(padding))
+    assert out_mg.shape == (4, 8) and weights_mg.shape == (4, 4)
+    np.testing.assert_allclose(out_mg.numpy(), out_torch.detach().numpy(), atol=1e-5)
+    np.testing.assert_allclose(weights_mg.numpy(), weights_torch.detach().numpy(), atol=1e-6)
+    assert layer(*[mg.tensor(x)] * 3, need_weights=False)[1] is None
+
+
+def test_multihead_attention_init_and_errors_follow_torch():
+    layer = nn.MultiheadAttention(16, 4, add_bias_kv=True)
+    assert not layer.in_proj_bias.numpy().any() and not layer.out_proj.bias.numpy().any()
+    bound = np.sqrt(6 / (16 + 48))  # xavier_uniform_ of (3E, E)
+    assert np.abs(layer.in_proj_weight.numpy()).max() <= bound
+    with pytest.raises(ValueError, match="divisible"):
+        nn.MultiheadAttention(10, 3)
+    x = mg.randn(4, 2, 16)
+    with pytest.raises(RuntimeError, match="is_causal"):
+        layer(x, x, x, is_causal=True)
+    with pytest.raises(RuntimeError, match=r"attn_mask of shape \(3, 3\)"):
+        layer(x, x, x, attn_mask=np.zeros((3, 3), bool))
+    with pytest.raises(RuntimeError, match=r"key_padding_mask of shape \(4, 2\)"):
+        layer(x, x, x, key_padding_mask=np.zeros((4, 2), bool))
+    with pytest.raises(ValueError, match="features 16"):
+        layer(x, mg.randn(4, 2, 8), x)
+
+
+def test_multihead_attention_passes_the_finite_difference_check():
+    mg.manual_seed(2)
+    layer = nn.MultiheadAttention(4, 2, kdim=3, vdim=5, add_bias_kv=True).double()
+    mask = np.array([[False, True, False], [False, False, True]])
+    check_gradients(
+        lambda q, k, v: layer(q, k, v, attn_mask=mask)[0], (2, 1, 4), (3, 1, 3), (3, 1, 5)
+    )
+
+
+# -- Transformer ----------------------------------------------------------------------------------
+
+LAYER_CONFIGS = {
+    "post_ln_relu": {},
+    "pre_ln_gelu": {"norm_first": True, "activation": "gelu"},
+    "batch_first": {"batch_first": True},
+    "no_bias": {"bias": False},
+}
+
+
+def transformer_inputs(batch_first: bool, generator, lengths=(5, 4), batch=2, width=8):
+    arrays = [generator.standard_normal((n, batch, width)).astype(np.float32) for n in lengths]
+    if batch_first:
+        arrays = [np.ascontiguousarray(a.transpose(1, 0, 2)) for a in arrays]
+    return arrays
+
+
+def run_twins(module, twin, arrays, **masks):
+    """Forward both on the same inputs (masks as numpy arrays), compare the outputs, then
+    after the same backward the gradients of inputs and parameters."""
+    inputs_mg = [mg.tensor(a, requires_grad=True) for a in arrays]
+    inputs_torch = [torch.tensor(a, requires_grad=True) for a in arrays]
+    masks_mg = {k: None if v is None else mg.tensor(v) for k, v in masks.items()}
+    masks_torch = {k: None if v is None else torch.from_numpy(v) for k, v in masks.items()}
+    out_mg, out_torch = module(*inputs_mg, **masks_mg), twin(*inputs_torch, **masks_torch)
+    np.testing.assert_allclose(out_mg.numpy(), out_torch.detach().numpy(), atol=2e-5)
+    if not twin.training:
+        return
+    backward_of_weighted_sum([out_mg], [out_torch])
+    for ours, theirs in zip(inputs_mg, inputs_torch):
+        np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), atol=2e-5)
+    assert_same_parameter_grads(module, twin, atol=5e-5)
+
+
+@pytest.mark.parametrize("config", list(LAYER_CONFIGS))
+def test_transformer_encoder_layer_matches_torch(config):
+    options = dict(LAYER_CONFIGS[config], dim_feedforward=16, dropout=0.0)
+    torch.manual_seed(1)
+    twin = torch.nn.TransformerEncoderLayer(8, 2, **options)
+    layer = nn.TransformerEncoderLayer(8, 2, **options)
+    assert_same_state_names(layer, twin)
+    copy_weights(layer, twin)
+    generator = rng(9)
+    (src,) = transformer_inputs(options.get("batch_first", False), generator, lengths=(5,))
+    padding = generator.random((2, 5)) < 0.3
+    padding[:, 0] = False
+    causal = nn.Transformer.generate_square_subsequent_mask(5).numpy()
+    run_twins(layer, twin, [src], src_mask=causal, src_key_padding_mask=padding)
+    run_twins(layer, twin, [src])
+    layer.eval()
+    twin.eval()
+    run_twins(layer, twin, [src], src_mask=causal)
+
+
+@pytest.mark.parametrize("config", list(LAYER_CONFIGS))
+def test_transformer_decoder_layer_matches_torch(config):
+    options = dict(LAYER_CONFIGS[config], dim_feedforward=16, dropout=0.0)
+    torch.manual_seed(2)
+    twin = torch.nn.TransformerDecoderLayer(8, 2, **options)
+    layer = nn.TransformerDecoderLayer(8, 2, **options)
+    assert_same_state_names(layer, twin)
+    copy_weights(layer, twin)
+    generator = rng(10)
+    tgt, memory = transformer_inputs(options.get("batch_first", False), generator, (4, 5))
+    memory_padding = generator.random((2, 5)) < 0.3
+    memory_padding[:, 0] = False
+    causal = nn.Transformer.generate_square_subsequent_mask(4).numpy()
+    run_twins(layer, twin, [tgt, memory], tgt_mask=causal, memory_key_padding_mask=memory_padding)
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post_ln", "pre_ln"])
+@pytest.mark.parametrize("batch_first", [False, True], ids=["seq_first", "batch_first"])
+def test_transformer_matches_torch(norm_first, batch_first):
+    options = dict(d_model=8, nhead=2, num_encoder_layers=2, num_decoder_layers=2,
+                   dim_feedforward=16, dropout=0.0, norm_first=norm_first,
+                   batch_first=batch_first)  # fmt: skip
+    torch.manual_seed(3)
+    twin = torch.nn.Transformer(**options)
+    model = nn.Transformer(**options)
+    assert_same_state_names(model, twin)
+    names = [name for name, _ in model.named_parameters()]
+    assert "encoder.layers.1.self_attn.in_proj_weight" in names
+    assert {"encoder.norm.weight", "decoder.norm.bias", "decoder.layers.0.norm3.weight",
+            "decoder.layers.1.multihead_attn.out_proj.weight"} <= set(names)  # fmt: skip
+    copy_weights(model, twin)
+    generator = rng(11)
+    src, tgt = transformer_inputs(batch_first, generator, (5, 4))
+    src_padding = generator.random((2, 5)) < 0.3
+    src_padding[:, 0] = False
+    causal = nn.Transformer.generate_square_subsequent_mask(4).numpy()
+    run_twins(model, twin, [src, tgt], tgt_mask=causal, src_key_padding_mask=src_padding,
+              memory_key_padding_mask=src_padding)  # fmt: skip
+
+
+def test_transformer_init_masks_and_errors_follow_torch():
+    mask = nn.Transformer.generate_square_subsequent_mask(4)
+    np.testing.assert_array_equal(
+        mask.numpy(), torch.nn.Transformer.generate_square_subsequent_mask(4).numpy()
+    )
+    assert mask.dtype == np.float32
+    model = nn.Transformer(8, 2, 1, 1, 16)
+    weight = model.encoder.layers[0].linear1.weight.numpy()
+    assert np.abs(weight).max() <= np.sqrt(6 / (8 + 16))  # xavier_uniform_, as torch
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16)
+    stack = nn.TransformerEncoder(layer, 3)
+    assert len(stack.layers) == 3 and stack.layers[0].linear1.weight is not layer.linear1.weight
+    with pytest.raises(RuntimeError, match="batch number"):
+        model(mg.randn(5, 2, 8), mg.randn(4, 3, 8))
+    with pytest.raises(RuntimeError, match="relu/gelu"):
+        nn.TransformerEncoderLayer(8, 2, activation="swish")
+    custom = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation=F.silu)
+    twin = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation=TF.silu)
+    copy_weights(custom, twin)
+    run_twins(custom, twin, transformer_inputs(False, rng(12), lengths=(3,)))
+
+
+def test_transformer_encoder_layer_passes_the_finite_difference_check():
+    mg.manual_seed(4)
+    layer = nn.TransformerEncoderLayer(4, 2, dim_feedforward=6, dropout=0.0).double()
+    mask = nn.Transformer.generate_square_subsequent_mask(3, dtype=mg.float64)
+    check_gradients(lambda x: layer(x, src_mask=mask), (3, 1, 4))

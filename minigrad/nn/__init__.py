@@ -8,7 +8,9 @@ activation.py   ReLU, GELU, Tanh, ...   container.py   Sequential, ModuleList, M
 activation_functions.py, loss_functions.py   F's activations and losses composed from ops
 batchnorm.py    BatchNorm1d, BatchNorm2d flatten.py     Flatten, Unflatten
 positional.py   PositionalEncoding      feedforward.py FeedForward
-attention.py    MultiHeadAttention      transformer.py TransformerBlock
+attention.py    MultiHeadAttention, the attention maths (F.scaled_dot_product_attention)
+multihead.py    MultiheadAttention (PyTorch's)           transformer.py TransformerBlock
+transformer_layers.py  Transformer, TransformerEncoder(Layer), TransformerDecoder(Layer)
 rnn.py          RNN, LSTM               init.py        initialisers
 gru.py          GRU                     cells.py       RNNCell, LSTMCell, GRUCell
 utils.py        clip_grad_norm_         functional.py  F: the functions behind the layers
@@ -49,12 +51,20 @@ from minigrad.nn.loss import (
     NLLLoss,
 )
 from minigrad.nn.module import Module, ModuleCall
+from minigrad.nn.multihead import MultiheadAttention
 from minigrad.nn.normalization import LayerNorm
 from minigrad.nn.parallel import DataParallel
 from minigrad.nn.parameter import Parameter
 from minigrad.nn.positional import PositionalEncoding
 from minigrad.nn.rnn import LSTM, RNN
 from minigrad.nn.transformer import TransformerBlock
+from minigrad.nn.transformer_layers import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "CrossEntropyLoss", "DataParallel", "Dropout", "Embedding", "LSTM", "RNN", "FeedForward",
@@ -64,4 +74,6 @@ __all__ = [
     "BatchNorm1d", "BatchNorm2d", "BCELoss", "BCEWithLogitsLoss", "ELU", "Flatten", "KLDivLoss",
     "LeakyReLU", "LogSoftmax", "ModuleDict", "NLLLoss", "ParameterDict", "ParameterList",
     "SiLU", "Softplus", "Unflatten", "GRU", "GRUCell", "LSTMCell", "RNNCell",
+    "MultiheadAttention", "Transformer", "TransformerDecoder", "TransformerDecoderLayer",
+    "TransformerEncoder", "TransformerEncoderLayer",
 ]  # fmt: skip

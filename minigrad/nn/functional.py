@@ -6,6 +6,7 @@ derives.
 """
 
 from minigrad.nn.activation_functions import elu, leaky_relu, silu, softplus
+from minigrad.nn.attention import scaled_dot_product_attention
 from minigrad.nn.loss_functions import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -21,6 +22,8 @@ from minigrad.ops import (
     linear,
     log_softmax,
     mse_loss,
+    one_hot,
+    pad,
     relu,
     sigmoid,
     softmax,
@@ -33,5 +36,6 @@ __all__ = [
 ]  # fmt: skip
 __all__ += [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "elu", "kl_div",
-    "leaky_relu", "nll_loss", "silu", "softplus",
+    "leaky_relu", "nll_loss", "scaled_dot_product_attention", "silu", "softplus",
 ]  # fmt: skip
+__all__ += ["one_hot", "pad"]
