@@ -658,3 +658,61 @@ def test_transformer_encoder_layer_passes_the_finite_difference_check():
     layer = nn.TransformerEncoderLayer(4, 2, dim_feedforward=6, dropout=0.0).double()
     mask = nn.Transformer.generate_square_subsequent_mask(3, dtype=mg.float64)
     check_gradients(lambda x: layer(x, src_mask=mask), (3, 1, 4))
+
+
+# -- devices -------------------------------------------------------------------------------------
+
+
+def device_cases():
+    """(name, module factory, inputs factory, call): modules whose forward and backward are
+    compared between the CPU and ``device``."""
+    causal = nn.Transformer.generate_square_subsequent_mask(4).numpy()
+    padding = np.array([[False, False, True, False, False]] * 2)
+    return {
+        "gru": (
+            lambda: nn.GRU(3, 4, num_layers=2, bidirectional=True),
+            [(5, 2, 3)],
+            lambda m, x: m(x)[0],
+        ),
+        "lstm_cell": (lambda: nn.LSTMCell(3, 4), [(2, 3)], lambda m, x: m(x)[1]),
+        "batch_norm": (lambda: nn.BatchNorm1d(3), [(4, 3, 2)], lambda m, x: m(x)),
+        "multihead": (
+            lambda: nn.MultiheadAttention(8, 2, add_zero_attn=True),
+            [(4, 2, 8), (5, 2, 8)],
+            lambda m, q, kv: m(q, kv, kv, key_padding_mask=padding)[0],
+        ),
+        "transformer": (
+            lambda: nn.Transformer(8, 2, 1, 1, 16, dropout=0.0),
+            [(5, 2, 8), (4, 2, 8)],
+            lambda m, s, t: m(s, t, tgt_mask=causal, src_key_padding_mask=padding),
+        ),
+        "cross_attention": (
+            lambda: nn.MultiHeadAttention(8, 2, causal=True),
+            [(2, 4, 8), (2, 5, 8)],
+            lambda m, x, mem: m(x, memory=mem),
+        ),
+        "losses": (nn.BCEWithLogitsLoss, [(3, 4), (3, 4)], lambda m, x, y: m(x, y.sigmoid())),
+    }
+
+
+@pytest.mark.parametrize("case", list(device_cases()))
+def test_layers_give_the_same_results_on_the_device(case, device):
+    make, shapes, call = device_cases()[case]
+    mg.manual_seed(0)
+    on_cpu = make()
+    on_device = make()
+    on_device.load_state_dict(on_cpu.state_dict())
+    on_device.to(device)
+    arrays = [rng(i).standard_normal(shape).astype(np.float32) for i, shape in enumerate(shapes)]
+    results = []
+    for module, where in ((on_cpu, "cpu"), (on_device, device)):
+        inputs = [mg.tensor(a, device=where, requires_grad=True) for a in arrays]
+        out = call(module, *inputs)
+        assert out.device == where
+        (out * out).sum().backward()
+        results.append((out.numpy(), [t.grad.numpy() for t in inputs],
+                        [p.grad.numpy() for p in module.parameters()]))  # fmt: skip
+    (out_a, grads_a, params_a), (out_b, grads_b, params_b) = results
+    np.testing.assert_allclose(out_b, out_a, atol=1e-5)
+    for a, b in zip(grads_a + params_a, grads_b + params_b):
+        np.testing.assert_allclose(b, a, atol=1e-4)

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from minigrad import ops
-from minigrad.backend import array_module, xp_for
+from minigrad.backend import xp_for
 from minigrad.errors import ShapeError
 from minigrad.nn.linear import Linear
 from minigrad.nn.module import Module
@@ -47,20 +47,20 @@ def attend(query: Tensor, key: Tensor, value: Tensor, bias=None, dropout_p: floa
     return weights @ value, weights
 
 
-def mask_as_bias(mask, dtype, true_means: str, op: str):
-    """A mask as the additive bias ``attend`` takes: a boolean mask becomes 0 / -inf (True
-    means "attend" or "masked", as ``true_means`` says: PyTorch's two conventions); a float
-    mask is added as it is."""
+def mask_as_bias(mask, like: Tensor, true_means: str, op: str):
+    """A mask as the additive bias ``attend`` takes, in like's dtype and on its device: a
+    boolean mask becomes 0 / -inf (True means "attend" or "masked", as ``true_means`` says:
+    PyTorch's two conventions); a float mask is added as it is."""
     if isinstance(mask, Tensor) and mask.dtype != np.bool_:
-        return mask if mask.dtype == dtype else mask.to(dtype)
-    array = mask.array if isinstance(mask, Tensor) else np.asarray(mask)
-    xp = array_module(array)
+        return mask if mask.dtype == like.dtype else mask.to(like.dtype)
+    xp = xp_for(like.device)
+    array = xp.asarray(mask.array if isinstance(mask, Tensor) else mask)
     if array.dtype != np.bool_:
         if array.dtype.kind != "f":
             raise TypeError(f"{op}: a mask must be boolean or floating, got dtype {array.dtype}")
-        return Tensor._make(array.astype(dtype, copy=False))
+        return Tensor._make(array.astype(like.dtype, copy=False))
     allowed = array if true_means == "attend" else ~array
-    return Tensor._make(xp.where(allowed, 0.0, -xp.inf).astype(dtype))
+    return Tensor._make(xp.where(allowed, 0.0, -xp.inf).astype(like.dtype))
 
 
 def causal_bias(queries: int, keys: int, dtype, device: str) -> Tensor:
@@ -101,7 +101,7 @@ def scaled_dot_product_attention(
     if is_causal:
         bias = causal_bias(query.shape[-2], key.shape[-2], query.dtype, query.device)
     elif attn_mask is not None:
-        bias = mask_as_bias(attn_mask, query.dtype, true_means="attend", op=op)
+        bias = mask_as_bias(attn_mask, query, true_means="attend", op=op)
     else:
         bias = None
     output, _ = attend(query, key, value, bias, dropout_p, scale)
@@ -216,7 +216,7 @@ class MultiHeadAttention(Module):
         allowed = self.allowed_positions(x, keys, mask)
         if allowed is None:
             return None
-        return mask_as_bias(allowed, x.dtype, true_means="attend", op="MultiHeadAttention")
+        return mask_as_bias(allowed, x, true_means="attend", op="MultiHeadAttention")
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, n_heads={self.n_heads}, causal={self.causal}"

@@ -216,7 +216,7 @@ class MultiheadAttention(Module):
         bias = None
         if attn_mask is not None:
             shape = tuple(attn_mask.shape)
-            bias = mask_as_bias(attn_mask, q.dtype, true_means="masked", op=op)
+            bias = mask_as_bias(attn_mask, q, true_means="masked", op=op)
             if shape == (batch * self.num_heads, length, keys):
                 bias = bias.reshape(batch, self.num_heads, length, keys)
             elif shape != (length, keys):
@@ -230,7 +230,7 @@ class MultiheadAttention(Module):
                 raise RuntimeError(
                     f"{op}: key_padding_mask of shape {shape} should be (N, S) = {(batch, keys)}"
                 )
-            padding = mask_as_bias(key_padding_mask, q.dtype, true_means="masked", op=op)
+            padding = mask_as_bias(key_padding_mask, q, true_means="masked", op=op)
             padding = padding.reshape(batch, 1, 1, keys)
             bias = padding if bias is None else bias + padding
         return bias
@@ -244,7 +244,9 @@ class MultiheadAttention(Module):
 
 def _unsqueezed(mask):
     """An unbatched key_padding_mask (S,) as (1, S)."""
-    return mask.unsqueeze(0) if isinstance(mask, Tensor) else np.asarray(mask)[None]
+    if isinstance(mask, Tensor):
+        return mask.unsqueeze(0)
+    return mask[None] if hasattr(mask, "shape") else np.asarray(mask)[None]
 
 
 def _one_more_key(bias):
