@@ -3,6 +3,7 @@
     minigrad train                   train a toy GPT on the built-in grammar task (~1 minute)
     minigrad train --task reverse --layers 2
     minigrad sample --run runs/grammar-... --prompt 사과
+    minigrad run train.py --steps 100    a PyTorch script, with minigrad standing in for torch
 
 Each subcommand is a module of ``models.commands`` with ``register(subparsers)``, which adds
 its parser and sets ``parser.set_defaults(func=run)``, ``run(args) -> exit code`` raising
@@ -16,11 +17,11 @@ import argparse
 import contextlib
 import sys
 
-from models.commands import graph, sample, study, train
+from models.commands import graph, run, sample, study, train
 from models.errors import UsageError
 
 # the subcommands, in the order `minigrad --help` lists them
-COMMANDS = (train, sample, graph, study)
+COMMANDS = (train, sample, graph, study, run)
 
 
 class ArgumentParser(argparse.ArgumentParser):
