@@ -112,12 +112,19 @@ def binary_cross_entropy(
             "binary_cross_entropy: all elements of input should be between 0 and 1 "
             "(apply sigmoid first, or use binary_cross_entropy_with_logits)"
         )
-    log_p = ops.clamp(ops.log(input), min=-100.0)
-    log_not_p = ops.clamp(ops.log(1.0 - input), min=-100.0)
+    log_p, log_not_p = _clamped_log(input), _clamped_log(1.0 - input)
     losses = -(target * log_p + (1.0 - target) * log_not_p)
     if weight is not None:
         losses = losses * weight
     return _reduce(losses, reduction)
+
+
+def _clamped_log(p: Tensor) -> Tensor:
+    """max(log p, -100), as in PyTorch's BCE, with no log of 0 taken (its inf would make the
+    gradient nan): where p is 0 the value is -100 and the gradient 0."""
+    positive = p.array > 0
+    safe = ops.where(positive, p, 1.0)
+    return ops.where(positive, ops.clamp(ops.log(safe), min=-100.0), -100.0)
 
 
 def binary_cross_entropy_with_logits(
