@@ -191,9 +191,12 @@ def test_binary_cross_entropy_matches_torch(reduction, weighted):
 
 
 def test_binary_cross_entropy_clamps_its_logs_at_minus_100_and_checks_its_input():
-    probs, targets = mg.tensor([0.0, 1.0, 0.5]), mg.tensor([1.0, 0.0, 1.0])
+    probs, targets = mg.tensor([0.0, 1.0, 0.5], requires_grad=True), mg.tensor([1.0, 0.0, 1.0])
     expected = TF.binary_cross_entropy(torch.tensor([0.0, 1.0, 0.5]), torch.tensor([1.0, 0.0, 1.0]))
-    np.testing.assert_allclose(F.binary_cross_entropy(probs, targets).item(), expected.item())
+    loss = F.binary_cross_entropy(probs, targets)
+    np.testing.assert_allclose(loss.item(), expected.item())
+    loss.backward()
+    assert np.isfinite(probs.grad.numpy()).all()  # no log of 0 was taken
     with pytest.raises(RuntimeError, match="between 0 and 1"):
         F.binary_cross_entropy(mg.tensor([1.5]), mg.tensor([1.0]))
     with pytest.raises(ValueError, match="shape"):
