@@ -17,11 +17,11 @@ import argparse
 import contextlib
 import sys
 
-from models.commands import graph, run, sample, study, train
+from models.commands import explore, graph, run, sample, study, train
 from models.errors import UsageError
 
 # the subcommands, in the order `minigrad --help` lists them
-COMMANDS = (train, sample, graph, study, run)
+COMMANDS = (train, sample, graph, study, explore, run)
 
 
 class ArgumentParser(argparse.ArgumentParser):
