@@ -18,6 +18,10 @@ class DeviceError(MinigradError, RuntimeError):
     """Tensors on different devices, or a device that is not available."""
 
 
+class CheckpointError(MinigradError, ValueError):
+    """A file that ``mg.load`` cannot read: not safetensors, damaged, or not what it claims."""
+
+
 # -- messages in the user's terms: the op, the shapes, the devices ---------------------------
 
 

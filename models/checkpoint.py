@@ -5,7 +5,9 @@
      "scheduler": scheduler.state_dict(),  numbers: kept as JSON in the file's metadata
      "trainer": {"step", "elapsed_s", "rng"}}
 
-It opens in PyTorch with ``safetensors.torch.load_file``.
+It opens in PyTorch with ``safetensors.torch.load_file``. Reading one checks every part of
+it (``mg.load`` checks the file and its checksum; ``read_checkpoint`` what the parts hold),
+so a damaged checkpoint is one UsageError, never a traceback halfway through a resume.
 """
 
 from __future__ import annotations
@@ -17,14 +19,21 @@ from models.errors import UsageError
 
 
 def save_checkpoint(path: Path, model, optimizer, scheduler, trainer: dict) -> None:
-    """Write model, optimizer, scheduler and ``trainer`` (step, RNG state, ...) to ``path``."""
+    """Write model, optimizer, scheduler and ``trainer`` (step, RNG state, ...) to ``path``.
+    A failed write (a full disk) is a UsageError, and the checkpoint before it stays."""
     state = {
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
         "scheduler": scheduler.state_dict(),
         "trainer": trainer,
     }
-    mg.save(state, path)
+    try:
+        mg.save(state, path)
+    except OSError as error:
+        kept = "the previous checkpoint is kept" if path.exists() else "no checkpoint was saved"
+        raise UsageError(
+            f"cannot save the checkpoint {path}: {error.strerror or error}; {kept}"
+        ) from None
 
 
 def read_checkpoint(path: Path) -> dict:
@@ -35,19 +44,27 @@ def read_checkpoint(path: Path) -> dict:
         raise UsageError(f"{path}: not a readable checkpoint ({error})") from None
     if not isinstance(state, dict) or "model" not in state:
         raise UsageError(f"{path}: not a minigrad training checkpoint (it has no model)")
+    model = state["model"]
+    if not isinstance(model, dict) or not all(isinstance(v, mg.Tensor) for v in model.values()):
+        raise UsageError(f"{path}: not a minigrad training checkpoint (its model is not tensors)")
     return state
 
 
 def load_checkpoint(path: Path, model, optimizer=None, scheduler=None) -> dict:
-    """Restore what ``save_checkpoint`` wrote into the given objects; returns ``trainer``."""
+    """Restore what ``save_checkpoint`` wrote into the given objects; returns the whole
+    saved dict (its "trainer" and, where ``optimizer`` is given, "scheduler" are dicts)."""
     state = read_checkpoint(path)
+    parts = {"optimizer": optimizer, "scheduler": scheduler, "trainer": optimizer}
+    for name in [name for name, part in parts.items() if part is not None]:
+        if not isinstance(state.get(name), dict):
+            raise UsageError(f"{path}: not a minigrad training checkpoint (its {name} is missing)")
     try:
         model.load_state_dict(state["model"])
         if optimizer is not None:
             optimizer.load_state_dict(state["optimizer"])
         if scheduler is not None:
             scheduler.load_state_dict(state["scheduler"])
-    except (KeyError, TypeError, ValueError, RuntimeError) as error:
+    except (KeyError, TypeError, ValueError, RuntimeError, IndexError, AttributeError) as error:
         message = str(error) or type(error).__name__
         raise UsageError(f"{path} does not fit this model: {message}") from None
-    return state.get("trainer", {})
+    return state

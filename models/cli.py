@@ -75,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
         message = " ".join(str(error).split())  # one line, whatever the message holds
         print(f"{prog}: error: {message}", file=sys.stderr)
         return 2
+    except MemoryError as error:  # NumPy's names the shape and dtype it could not allocate
+        message = " ".join(str(error).split()) or "an allocation failed"
+        print(f"{prog}: error: out of memory: {message}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130

@@ -3,9 +3,13 @@ turn nonsensical settings into one-line UsageErrors before anything is built."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+import math
+import typing
+from dataclasses import MISSING, asdict, dataclass, fields, replace
 
 from models.errors import UsageError
+
+MAX_SEED = 2**64 - 1  # seeds are 64-bit, as in PyTorch
 
 
 @dataclass
@@ -39,12 +43,31 @@ class TrainConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, values: dict) -> TrainConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise UsageError(f"config has settings minigrad does not know: {', '.join(unknown)}")
+    def from_dict(cls, values: dict, source: str = "config") -> TrainConfig:
+        """The config that ``to_dict`` wrote; ``values`` is checked setting by setting (it
+        comes from a file), and anything unknown or of the wrong type is a UsageError."""
+        check_settings(values, cls, source)
         return cls(**values)
+
+
+def check_settings(values, cls, source: str) -> None:
+    """A UsageError unless ``values`` (read from a file) are settings of the dataclass
+    ``cls``, each of its annotated type, with every setting that has no default."""
+    if not isinstance(values, dict):
+        raise UsageError(f"{source}: expected an object of settings, got {_json_type(values)}")
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(map(str, set(values) - set(known)))
+    if unknown:
+        raise UsageError(f"{source} has settings minigrad does not know: {', '.join(unknown)}")
+    missing = [n for n, f in known.items() if n not in values and f.default is MISSING]
+    if missing:
+        raise UsageError(f"{source} lacks the settings {', '.join(missing)}")
+    hints = typing.get_type_hints(cls)
+    for name, value in values.items():
+        if not _has_type(value, hints[name]):
+            raise UsageError(
+                f"{source}: {name} must be {_type_words(hints[name])}, got {value!r:.60}"
+            )
 
 
 # settings that may change when a run is resumed; any other must match the run's config
@@ -117,6 +140,13 @@ def check_config(config: TrainConfig) -> None:
         raise UsageError(f"--grad-clip must be positive, got {config.grad_clip}")
     if config.activation not in ("gelu", "gelu_tanh", "relu"):
         raise UsageError(f"--activation must be gelu, gelu_tanh or relu, got {config.activation!r}")
+    check_seed(config.seed)
+
+
+def check_seed(seed: int, option: str = "--seed") -> None:
+    """A UsageError unless ``seed`` is a whole number in [0, 2**64 - 1]."""
+    if not 0 <= seed <= MAX_SEED:
+        raise UsageError(f"{option} must lie in [0, 2**64 - 1], got {seed}")
 
 
 _FLAGS = {"n_layers": "layers", "n_heads": "heads", "warmup_steps": "warmup"}
@@ -129,3 +159,36 @@ def _flag(name: str) -> str:
 
 def _show(value) -> str:
     return "on" if value is True else "off" if value is False else str(value)
+
+
+def _has_type(value, hint) -> bool:
+    """Whether a JSON ``value`` fits the annotation ``hint`` (int, float, str, bool, X | None)."""
+    options = typing.get_args(hint) or (hint,)
+    for option in options:
+        if option is type(None) and value is None:
+            return True
+        if option is bool and isinstance(value, bool):
+            return True
+        if option is int and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if option is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return math.isfinite(value)
+        if option is str and isinstance(value, str):
+            return True
+    return False
+
+
+def _type_words(hint) -> str:
+    words = {
+        int: "a whole number",
+        float: "a finite number",
+        str: "a string",
+        bool: "true or false",
+    }
+    options = typing.get_args(hint) or (hint,)
+    return " or ".join(words.get(option, "null") for option in options)
+
+
+def _json_type(value) -> str:
+    names = {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")

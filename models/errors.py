@@ -6,3 +6,8 @@ class UsageError(ValueError):
 
     ``minigrad`` prints its message on one line and exits with code 2, without a traceback.
     """
+
+
+class TrainingDiverged(UsageError):
+    """The loss or a gradient stopped being finite: training stops before the step is taken,
+    and the checkpoint on disk stays the last good one."""

@@ -10,11 +10,18 @@ and saves a checkpoint; at the end it plots the loss curve and prints a few samp
 Resuming is exact: the batches depend only on (seed, step), and the checkpoint holds the
 model, the optimizer's moments, the schedule's position and minigrad's RNG state, so a run
 stopped at step 100 and resumed ends with the same weights as one that never stopped.
-Ctrl-C finishes the current step, saves a checkpoint and returns.
+Resumed with a larger --steps, the schedule goes on from the learning rate the run had.
+Ctrl-C (or SIGTERM) finishes the current step, saves a checkpoint and returns.
+
+Nothing goes wrong quietly: a loss or gradient that is not finite stops training before the
+step is taken, and the checkpoint on disk stays the last good one; a model and batch that
+cannot fit in memory are refused before anything is allocated; a second run of one folder
+is refused while the first holds its lock.
 """
 
 from __future__ import annotations
 
+import math
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -32,8 +39,9 @@ from minigrad.nn.utils import clip_grad_norm_
 from models.checkpoint import load_checkpoint, save_checkpoint
 from models.config import TrainConfig, check_config
 from models.data import CorpusTask, Task, complete, make_task
-from models.errors import UsageError
+from models.errors import TrainingDiverged, UsageError
 from models.gpt import GPT, GPTConfig, next_token_loss
+from models.memory import check_fits
 from models.plots import plot_loss
 from models.run import RunDir
 
@@ -54,6 +62,7 @@ class TrainResult:
     wall_s: float  # seconds this call spent in its loop, evaluations included
     metrics: dict = field(default_factory=dict)
     samples: list[str] = field(default_factory=list)
+    signal: int | None = None  # the signal that stopped it (SIGINT for Ctrl-C, SIGTERM)
 
 
 # -- setting up --------------------------------------------------------------------------------
@@ -133,28 +142,71 @@ def preserved_rng(device: str) -> Iterator[None]:
 
 
 class InterruptFlag:
-    """While active, Ctrl-C (SIGINT) only sets ``requested``; the loop stops at the end of
-    its step. A second Ctrl-C interrupts at once."""
+    """While active, Ctrl-C (SIGINT) and SIGTERM only set ``requested`` (and ``signal``, the
+    one that came); the loop stops at the end of its step, and the run saves. A second
+    signal interrupts at once."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self):
         self.requested = False
-        self._previous = None
+        self.signal: int | None = None
+        self._previous: dict = {}
 
     def _handle(self, signum, frame) -> None:
         if self.requested:
             raise KeyboardInterrupt
-        self.requested = True
+        self.requested, self.signal = True, signum
 
     def __enter__(self) -> InterruptFlag:
-        try:
-            self._previous = signal.signal(signal.SIGINT, self._handle)
-        except ValueError:  # not the main thread: Ctrl-C is not ours to catch
-            self._previous = None
+        for signum in self.SIGNALS:
+            try:
+                self._previous[signum] = signal.signal(signum, self._handle)
+            except ValueError:  # not the main thread: signals are not ours to catch
+                break
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous = {}
+
+
+class ResumableCosine(optim.lr_scheduler.WarmupCosine):
+    """``warmup_cosine``, which a run resumed with a larger --steps continues without a jump:
+    from ``continued_from = (step, lrs)``, the rate of each group at that step, a half cosine
+    down to ``min_lr`` at the new ``total_steps``:
+
+        lr(t) = min_lr + (lr_s - min_lr) (1 + cos(pi (t - s) / (total_steps - s))) / 2
+    """
+
+    def __init__(self, optimizer, warmup_steps: int, total_steps: int, min_lr: float):
+        self.continued_from: tuple[int, list[float]] | None = None
+        super().__init__(optimizer, warmup_steps, total_steps, min_lr)
+
+    def lr_at(self, group: int, step: int) -> float:
+        if self.continued_from is None or step < self.continued_from[0]:
+            return super().lr_at(group, step)
+        start, lrs = self.continued_from
+        progress = min(1.0, (step - start) / max(1, self.total_steps - start))
+        return self.min_lr + (lrs[group] - self.min_lr) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    def continue_from(self, step: int, lrs: list[float]) -> None:
+        """From ``step`` on, decay from ``lrs`` to ``min_lr`` at ``total_steps``."""
+        self.continued_from = (step, [float(lr) for lr in lrs])
+        self.last_epoch = step
+        self._set_lrs()
+
+    def state_dict(self) -> dict:
+        start = None
+        if self.continued_from is not None:
+            start = {"step": self.continued_from[0], "lrs": self.continued_from[1]}
+        return {**super().state_dict(), "total_steps": self.total_steps, "continued_from": start}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        start = state_dict.get("continued_from")
+        self.continued_from = None if start is None else (int(start["step"]), list(start["lrs"]))
+        super().load_state_dict(state_dict)
 
 
 # -- the trainer -------------------------------------------------------------------------------
@@ -171,17 +223,17 @@ class Trainer:
         self.parallel = nn.DataParallel(self.model) if config.data_parallel else None
         self.optimizer = make_optimizer(self.model, config)
         warmup = min(config.warmup_steps, config.steps)
-        self.scheduler = optim.lr_scheduler.warmup_cosine(
-            self.optimizer, warmup, config.steps, config.min_lr
-        )
+        self.scheduler = ResumableCosine(self.optimizer, warmup, config.steps, config.min_lr)
         self.step = 0
         self.elapsed_s = 0.0  # wall time spent training, over all resumes
+        self.saved_step: int | None = None  # the step of the checkpoint on disk
 
     def tensor(self, array: np.ndarray):
         return mg.tensor(array, device=self.device)
 
     def train_step(self) -> float:
-        """One optimizer step on the batch of ``self.step``; returns its loss."""
+        """One optimizer step on the batch of ``self.step``; returns its loss. A loss or a
+        gradient norm that is not finite raises TrainingDiverged before the weights change."""
         c = self.config
         rng = batch_rng(c.seed, self.step)
         x, y = self.task.get_batch("train", c.batch_size, c.block_size, rng)
@@ -190,13 +242,28 @@ class Trainer:
             loss = next_token_loss(logits, self.tensor(y))
         else:
             _, loss = self.model(self.tensor(x), self.tensor(y))
+        value = loss.item()
+        if not math.isfinite(value):
+            raise self.diverged(f"the loss is {value}")
         self.optimizer.zero_grad()
         loss.backward()
-        clip_grad_norm_(self.model.parameters(), c.grad_clip)
+        norm = float(clip_grad_norm_(self.model.parameters(), c.grad_clip).item())
+        if not math.isfinite(norm):
+            raise self.diverged(f"the gradient norm is {norm}")
         self.optimizer.step()
         self.scheduler.step()
         self.step += 1
-        return loss.item()
+        return value
+
+    def diverged(self, what: str) -> TrainingDiverged:
+        kept = "no checkpoint was saved"
+        if self.saved_step is not None:
+            kept = f"the checkpoint of step {self.saved_step} is kept"
+        return TrainingDiverged(
+            f"training diverged at step {self.step + 1}/{self.config.steps}: {what} "
+            f"(lr {self.optimizer.param_groups[0]['lr']:.3g}); lower --lr or add --grad-clip; "
+            f"{kept}"
+        )
 
     def validation_loss(self) -> float:
         """Mean loss over VAL_BATCHES validation batches, the same ones at every evaluation."""
@@ -233,18 +300,55 @@ class Trainer:
         return [prompt + completion for prompt, completion in zip(prompts, completions)]
 
     def save(self, run: RunDir) -> None:
+        """Checkpoint the run; weights that are not finite are never written over one."""
+        for name, param in self.model.named_parameters():
+            if not bool(backend.array_module(param.array).isfinite(param.array).all()):
+                raise self.diverged(f"{name} holds values that are not finite")
         trainer = {
             "step": self.step,
             "elapsed_s": self.elapsed_s,
             "rng": mg_rng.generator("cpu").bit_generator.state,
         }
         save_checkpoint(run.checkpoint_path, self.model, self.optimizer, self.scheduler, trainer)
+        self.saved_step = self.step
 
-    def restore(self, run: RunDir) -> None:
-        trainer = load_checkpoint(run.checkpoint_path, self.model, self.optimizer, self.scheduler)
-        self.step = int(trainer["step"])
-        self.elapsed_s = float(trainer["elapsed_s"])
-        mg_rng.generator("cpu").bit_generator.state = trainer["rng"]
+    def restore(self, run: RunDir, saved_steps: int) -> str | None:
+        """Load the run's checkpoint (``saved_steps``: the --steps it was trained towards).
+        Where --steps changed, the schedule goes on from the rate at the checkpoint; returns
+        the line that says how, or None."""
+        path = run.checkpoint_path
+        state = load_checkpoint(path, self.model, self.optimizer)
+        try:
+            trainer = state["trainer"]
+            self.step = _whole(trainer["step"])
+            self.elapsed_s = float(trainer["elapsed_s"])
+            mg_rng.generator("cpu").bit_generator.state = _rng_state(trainer["rng"])
+            return self._restore_schedule(state["scheduler"], saved_steps)
+        except (KeyError, TypeError, ValueError, IndexError, OverflowError) as error:
+            raise UsageError(f"{path}: its trainer state is damaged ({error!r:.100})") from None
+        finally:
+            self.saved_step = self.step
+
+    def _restore_schedule(self, saved: dict, saved_steps: int) -> str | None:
+        steps, before = self.config.steps, saved.get("total_steps", saved_steps)
+        if before == steps:
+            self.scheduler.load_state_dict(saved)
+            return None
+        lrs = [float(group["lr"]) for group in self.optimizer.param_groups]  # as saved
+        warmup = self.config.warmup_steps
+        if saved.get("continued_from") is None and self.step < warmup <= before:
+            # the warm-up does not depend on --steps: the new schedule passes the same rate
+            self.scheduler.load_state_dict({**saved, "continued_from": None})
+            then = f"warms up to {self.config.lr:.3g} at step {warmup}, then follows a cosine"
+        else:
+            self.scheduler.continue_from(self.step, lrs)
+            then = f"goes on from {lrs[0]:.3g} along a cosine to"
+            if math.isclose(lrs[0], self.config.min_lr, rel_tol=1e-9):
+                then = "stays at --min-lr"
+        return (
+            f"resuming at step {self.step} with --steps {steps} (it was {before}): the learning "
+            f"rate {then} {self.config.min_lr:.3g} until step {steps}"
+        )
 
     def run_config(self) -> dict:
         """What config.json holds: enough to rebuild the model and its vocabulary."""
@@ -254,6 +358,25 @@ class Trainer:
             "vocab": self.task.vocab.to_string(),
             "parameters": self.model.num_parameters(),
         }
+
+
+def _rng_state(saved: dict) -> dict:
+    """The RNG state as NumPy reads it: the checkpoint holds its arrays (MT19937's key) as
+    tensors."""
+
+    def plain(value):
+        return value.numpy() if isinstance(value, mg.Tensor) else value
+
+    return {
+        name: {k: plain(v) for k, v in value.items()} if isinstance(value, dict) else plain(value)
+        for name, value in saved.items()
+    }
+
+
+def _whole(value) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"step {value!r} is not a whole number >= 0")
+    return value
 
 
 def describe(metrics: dict) -> str:
@@ -266,35 +389,48 @@ def describe(metrics: dict) -> str:
 
 
 def load_run_config(run: RunDir) -> TrainConfig:
-    return TrainConfig.from_dict(run.read_config()["train"])
+    return TrainConfig.from_dict(run.read_config()["train"], source=f"{run.config_path} (train)")
 
 
 def open_run(
-    config: TrainConfig, out: str | Path | None, resume: str | Path | None
+    config: TrainConfig, out: str | Path | None, resume: str | Path | None, echo=print
 ) -> tuple[Trainer, RunDir]:
-    """Check everything, then make (or reopen) the run folder and the trainer. Nothing is
-    written before all checks pass, so bad input never damages a run."""
+    """Check everything, then make (or reopen and lock) the run folder and the trainer.
+    Nothing is written before all checks pass, so bad input never damages a run; the run
+    folder comes back locked (``run.release()`` lets go)."""
     check_config(config)
     device = resolve_device(config.device)
     task, config = prepare_task(config)
+    model = model_config(config, len(task.vocab))
+    check_fits(model, config.batch_size, config.block_size, device)
     if resume is None:
         trainer = Trainer(config, task, device)
         run = RunDir.create(out, config.task)
+        run.acquire()
         return trainer, run
     run = RunDir.existing(resume)
-    if run.read_config().get("vocab") != task.vocab.to_string():
+    saved = run.read_config()
+    if saved["vocab"] != task.vocab.to_string():
         raise UsageError(
             f"--resume {run.path}: the data's characters differ from the run's vocabulary "
             "(did the --data file change?)"
         )
+    saved_steps = load_run_config(run).steps
     trainer = Trainer(config, task, device)
-    trainer.restore(run)
-    if trainer.step > config.steps:
-        raise UsageError(
-            f"--steps {config.steps} is behind this run, which is at step {trainer.step}; "
-            "--steps is the total number of steps"
-        )
-    run.keep_metrics_until(trainer.step)
+    run.acquire()
+    try:
+        note = trainer.restore(run, saved_steps)
+        if trainer.step > config.steps:
+            raise UsageError(
+                f"--steps {config.steps} is behind this run, which is at step {trainer.step}; "
+                "--steps is the total number of steps"
+            )
+        run.keep_metrics_until(trainer.step)
+    except BaseException:
+        run.release()
+        raise
+    if note:
+        echo(note)
     return trainer, run
 
 
@@ -312,7 +448,14 @@ def train(
     ``stop_at`` ends this call at that step, saving a checkpoint, as Ctrl-C would.
     ``progress=None`` shows the progress bar on a terminal only.
     """
-    trainer, run = open_run(config, out, resume)
+    trainer, run = open_run(config, out, resume, echo)
+    try:
+        return _train(trainer, run, stop_at, progress, echo)
+    finally:
+        run.release()
+
+
+def _train(trainer: Trainer, run: RunDir, stop_at, progress, echo) -> TrainResult:
     config = trainer.config
     run.write_config(trainer.run_config())
     if trainer.step == 0:
@@ -323,18 +466,24 @@ def train(
         f"{config.task}: {trainer.model.num_parameters():,} parameters, step "
         f"{trainer.step}/{config.steps}, run folder {run.path}"
     )
-    metrics = _loop(trainer, run, last, progress, echo)
-    wall_s = time.perf_counter() - started
-    trainer.save(run)
+    # overflow is caught by the checks of every step, so NumPy's warnings would only repeat it
+    quiet_numpy = np.errstate(over="ignore", invalid="ignore", divide="ignore")
+    with InterruptFlag() as interrupt, quiet_numpy:
+        metrics = _loop(trainer, run, last, progress, echo, interrupt)
+        wall_s = time.perf_counter() - started
+        trainer.save(run)
     plot_loss(run)
     interrupted = trainer.step < config.steps
     samples = [] if interrupted else trainer.samples()
     steps_done = trainer.step - first_step
-    return TrainResult(run, config, trainer.step, interrupted, steps_done, wall_s, metrics, samples)
+    return TrainResult(
+        run, config, trainer.step, interrupted, steps_done, wall_s, metrics, samples,
+        signal=interrupt.signal,
+    )  # fmt: skip
 
 
-def _loop(trainer: Trainer, run: RunDir, last: int, progress: bool | None, echo) -> dict:
-    """Train until step ``last`` or Ctrl-C; log, evaluate and checkpoint on the way."""
+def _loop(trainer: Trainer, run: RunDir, last: int, progress: bool | None, echo, interrupt) -> dict:
+    """Train until step ``last`` or a signal; log, evaluate and checkpoint on the way."""
     config = trainer.config
     metrics: dict = {}
     window = TrainWindow(trainer, run)
@@ -346,7 +495,7 @@ def _loop(trainer: Trainer, run: RunDir, last: int, progress: bool | None, echo)
         dynamic_ncols=True,
         disable=None if progress is None else not progress,
     )
-    with InterruptFlag() as interrupt, bar:
+    with bar:
         while trainer.step < last and not interrupt.requested:
             step_start = time.perf_counter()
             window.losses.append(trainer.train_step())
@@ -360,6 +509,8 @@ def _loop(trainer: Trainer, run: RunDir, last: int, progress: bool | None, echo)
             if trainer.step % config.eval_every == 0 or trainer.step == config.steps:
                 eval_start = time.perf_counter()
                 metrics = trainer.evaluate()
+                if not math.isfinite(metrics["val_loss"]):
+                    raise trainer.diverged(f"the validation loss is {metrics['val_loss']}")
                 trainer.elapsed_s += time.perf_counter() - eval_start
                 record = {"kind": "eval", "step": trainer.step, **metrics}
                 run.append_metrics({**record, "elapsed_s": trainer.elapsed_s})

@@ -21,7 +21,7 @@ def register(subparsers) -> None:
         "--temperature", type=nonnegative_float, default=0.8, help="0 picks the likeliest"
     )
     parser.add_argument("--top-k", type=positive_int, default=None)
-    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--seed", type=nonnegative_int, default=None)
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.set_defaults(func=run)
 

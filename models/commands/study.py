@@ -11,9 +11,14 @@ exit code is 0 when every study run passed and 1 otherwise.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import minigrad as mg
 from minigrad.viz.studies import save_study
+from models.commands.options import nonnegative_int
+from models.config import check_seed
+from models.errors import UsageError
+from models.run import check_writable
 
 
 def register(subparsers) -> None:
@@ -33,7 +38,7 @@ def register(subparsers) -> None:
     parser.add_argument("--out", default="docs", metavar="DIR", help="default docs/")
     parser.add_argument(
         "--seeds",
-        type=int,
+        type=nonnegative_int,
         nargs="+",
         metavar="SEED",
         help="seeds to average over (default: the study's own)",
@@ -43,12 +48,19 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     names = sorted(mg.study.STUDIES) if args.name == "all" else [args.name]
+    for seed in args.seeds or ():
+        check_seed(seed, "--seeds")
     options = {"seeds": tuple(args.seeds)} if args.seeds else {}
+    check_writable(Path(args.out), "--out")  # before minutes of work, not after
     failed = []
     for name in names:
         result = mg.study.run(name, **options)
         print(result.to_markdown())
-        for path in save_study(result, args.out):
+        try:
+            paths = save_study(result, args.out)
+        except OSError as error:
+            raise UsageError(f"--out {args.out}: cannot write there ({error.strerror})") from None
+        for path in paths:
             print(f"wrote {path}")
         verdict = "passed" if result.passed else "FAILED"
         print(f"study {name}: {verdict} its criterion in {result.seconds:.1f} s\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -30,8 +31,10 @@ def register(subparsers) -> None:
         help="train a toy GPT (default: the Korean grammar task, about a minute on a CPU)",
         description=(
             "Train a GPT and write a run folder (checkpoint, config.json, metrics.jsonl, "
-            "loss.png). Ctrl-C saves a checkpoint; --resume DIR continues from it. "
-            "Unset options take the task's defaults (see models/config.py)."
+            "loss.png). Ctrl-C (exit code 130) or SIGTERM (143) saves a checkpoint; --resume "
+            "DIR continues from it, and a larger --steps continues its learning-rate schedule. "
+            "A loss that stops being finite ends the run (exit code 2) and keeps the last good "
+            "checkpoint. Unset options take the task's defaults (see models/config.py)."
         ),
         argument_default=argparse.SUPPRESS,  # only options given explicitly reach args
     )
@@ -83,7 +86,7 @@ def register(subparsers) -> None:
     training.add_argument(
         "--eval-every", type=positive_int, metavar="N", help="steps between evaluations"
     )
-    training.add_argument("--seed", type=int, metavar="N")
+    training.add_argument("--seed", type=nonnegative_int, metavar="N")
     training.add_argument("--device", choices=["cpu", "cuda"])
     training.add_argument(
         "--data-parallel",
@@ -119,15 +122,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def report(result: TrainResult) -> int:
-    """Print how the run went; the exit code (130 after Ctrl-C)."""
+    """Print how the run went; the exit code: 130 after Ctrl-C, 143 after SIGTERM (128 plus
+    the signal's number, as a shell reports a process that the signal ended)."""
     path = result.run.path
     if result.interrupted:
+        by = " by SIGTERM" if result.signal == signal.SIGTERM else ""
         print(
-            f"minigrad train: stopped at step {result.step}/{result.config.steps}; checkpoint "
-            f"saved in {path} (continue with: minigrad train --resume {path})",
+            f"minigrad train: stopped{by} at step {result.step}/{result.config.steps}; "
+            f"checkpoint saved in {path} (continue with: minigrad train --resume {path})",
             file=sys.stderr,
         )
-        return 130
+        return 128 + (result.signal or signal.SIGINT)
     steps_per_s = result.steps_done / result.wall_s if result.wall_s else 0.0
     print(
         f"trained {result.steps_done} steps in {result.wall_s:.1f} s "
