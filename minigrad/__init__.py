@@ -56,22 +56,82 @@ from minigrad.creation import (
 from minigrad.fast.threads import get_num_threads, set_num_threads
 from minigrad.ops import (
     abs,
+    all,
+    amax,
+    amin,
+    any,
+    argmax,
+    argmin,
+    argsort,
+    bincount,
+    bmm,
     cat,
+    ceil,
+    chunk,
     clamp,
+    clamp_max,
+    clamp_min,
+    clone,
+    cos,
+    cumsum,
+    dot,
+    einsum,
     exp,
+    expm1,
+    flatten,
+    flip,
+    floor,
+    gather,
+    histc,
+    histogram,
     log,
+    log1p,
+    log2,
+    log10,
     log_softmax,
+    logsumexp,
+    masked_fill,
     matmul,
+    max,
+    maximum,
+    mean,
+    min,
+    minimum,
+    mm,
+    mv,
+    norm,
+    outer,
+    permute,
+    reciprocal,
     relu,
+    reshape,
+    roll,
+    round,
+    rsqrt,
     sigmoid,
+    sign,
+    sin,
     softmax,
+    sort,
+    split,
     sqrt,
+    square,
+    squeeze,
     stack,
+    std,
+    sum,
+    take_along_dim,
     tanh,
+    topk,
+    transpose,
     tril,
     triu,
+    trunc,
+    unsqueeze,
+    var,
     where,
 )
+from minigrad.ops import power as pow
 from minigrad.rng import (
     Generator,
     default_generator,
@@ -96,14 +156,6 @@ long = np.int64
 double = np.float64
 half = np.float16
 short = np.int16
-
-
-def sum(x, dim=None, keepdim=False):  # noqa: A001
-    return x.sum(dim, keepdim)
-
-
-def mean(x, dim=None, keepdim=False):
-    return x.mean(dim, keepdim)
 
 
 bool = np.bool_  # noqa: A001  (torch.bool)
@@ -142,6 +194,13 @@ __all__ = [
     "get_rng_state", "initial_seed", "seed", "set_rng_state", "int16", "int8", "uint8", "half",
     "short", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor",
     "IntTensor", "BoolTensor", "ByteTensor",
+    "all", "amax", "amin", "any", "argmax", "argmin", "argsort", "bincount", "bmm", "ceil",
+    "chunk", "clamp_max", "clamp_min", "clone", "cos", "cumsum", "dot", "einsum", "expm1",
+    "flatten", "flip", "floor", "gather", "histc", "histogram", "log1p", "log2", "log10",
+    "logsumexp", "masked_fill", "max", "maximum", "min", "minimum", "mm", "mv", "norm",
+    "outer", "permute", "pow", "reciprocal", "reshape", "roll", "round", "rsqrt", "sign",
+    "sin", "sort", "split", "square", "squeeze", "std", "take_along_dim", "topk",
+    "transpose", "trunc", "unsqueeze", "var",
 ]  # fmt: skip
 
 from minigrad.fast import kernels as _kernels  # noqa: E402, F401  (registers the kernels)

@@ -1,5 +1,8 @@
 """Matrix products: ``matmul`` (the ``@`` operator, batched and broadcasting like NumPy) and
-``linear`` (y = x W^T + b, fused into one node as in PyTorch's F.linear).
+``linear`` (y = x W^T + b, fused into one node as in PyTorch's F.linear); PyTorch's stricter
+forms of matmul, each for one shape: ``mm`` (2-D), ``bmm`` (3-D, a batch of matrices), ``mv``
+(matrix times vector), ``dot`` (two vectors), and ``outer`` (u v^T). ``einsum`` is in
+ops/einsum.py.
 """
 
 from __future__ import annotations
@@ -89,3 +92,68 @@ def linear(x, weight, bias=None):
     """y = x W^T + b with W of shape (out_features, in_features), as in PyTorch."""
 
     return Linear.apply(x, weight, bias)
+
+
+def _check_ndim(op: str, name: str, t, ndim: int, what: str) -> None:
+    if t.ndim != ndim:
+        raise RuntimeError(
+            f"{op}: {name} must be a {what}, got a {t.ndim}-D tensor of shape {t.shape}"
+        )
+
+
+def mm(input, mat2):  # noqa: A002  (PyTorch's argument names)
+    """The matrix product of two 2-D tensors (no broadcasting)."""
+    _check_ndim("mm", "self", input, 2, "matrix")
+    _check_ndim("mm", "mat2", mat2, 2, "matrix")
+    if input.shape[1] != mat2.shape[0]:
+        raise RuntimeError(
+            f"mm: mat1 and mat2 shapes cannot be multiplied ({input.shape[0]}x{input.shape[1]} "
+            f"and {mat2.shape[0]}x{mat2.shape[1]})"
+        )
+    return Matmul.apply(input, mat2)
+
+
+def bmm(input, mat2):  # noqa: A002
+    """A batch of matrix products: (b, n, m) @ (b, m, p) -> (b, n, p), no broadcasting."""
+    _check_ndim("bmm", "batch1", input, 3, "3D tensor")
+    _check_ndim("bmm", "batch2", mat2, 3, "3D tensor")
+    expected = [input.shape[0], input.shape[2]]
+    if list(mat2.shape[:2]) != expected:
+        raise RuntimeError(
+            f"bmm: Expected size for first two dimensions of batch2 tensor to be: {expected} "
+            f"but got: {list(mat2.shape[:2])} (batch1 {input.shape}, batch2 {mat2.shape})"
+        )
+    return Matmul.apply(input, mat2)
+
+
+def mv(input, vec):  # noqa: A002
+    """A matrix (n, m) times a vector (m,) -> (n,)."""
+    _check_ndim("mv", "input", input, 2, "matrix")
+    _check_ndim("mv", "vec", vec, 1, "vector")
+    if input.shape[1] != vec.shape[0]:
+        raise RuntimeError(
+            f"mv: size mismatch, got input ({input.shape[0]}x{input.shape[1]}) and vec "
+            f"({vec.shape[0]})"
+        )
+    return matmul(input, vec)
+
+
+def dot(input, other):  # noqa: A002
+    """The dot product of two 1-D tensors of the same size: sum_i u_i v_i."""
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(
+            f"dot: 1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors"
+        )
+    if input.shape != other.shape:
+        raise RuntimeError(
+            f"dot: inconsistent tensor size, expected tensors of the same number of elements, "
+            f"but got {input.shape[0]} and {other.shape[0]} elements"
+        )
+    return matmul(input, other)
+
+
+def outer(input, vec2):  # noqa: A002
+    """u v^T for 1-D u (n,) and v (m,): the (n, m) matrix of products u_i v_j."""
+    _check_ndim("outer", "input", input, 1, "1-D tensor")
+    _check_ndim("outer", "vec2", vec2, 1, "1-D tensor")
+    return reshape(input, (-1, 1)) * reshape(vec2, (1, -1))

@@ -21,6 +21,8 @@ from minigrad.ops import (
     conversion,
     indexing,
     linalg,
+    ordering,
+    pointwise,
     reduce,
     triangle,
     unary,
@@ -217,45 +219,8 @@ def log_softmax_method(self, dim=-1):
     return activation.log_softmax(self, dim)
 
 
-# -- reductions -----------------------------------------------------------------------------
-
-
-def sum_method(self, dim=None, keepdim=False):
-    return reduce.sum(self, dim, keepdim)
-
-
-def mean_method(self, dim=None, keepdim=False):
-    return reduce.mean(self, dim, keepdim)
-
-
-def var_method(self, dim=None, unbiased=True, keepdim=False, correction=None):
-    return reduce.var(self, dim, unbiased, keepdim, correction)
-
-
-def std_method(self, dim=None, unbiased=True, keepdim=False):
-    return reduce.var(self, dim, unbiased, keepdim).sqrt()
-
-
-def amax_method(self, dim=None, keepdim=False):
-    return reduce.amax(self, dim, keepdim)
-
-
-def max_method(self, dim=None, keepdim=False):
-    """max() of the whole tensor; max(dim) gives (values, indices) as in PyTorch."""
-    if dim is None:
-        return reduce.amax(self)
-    return conversion.MaxResult(reduce.amax(self, dim, keepdim), self.argmax(dim, keepdim))
-
-
-def min_method(self, dim=None, keepdim=False):
-    if dim is None:
-        return -reduce.amax(-self)
-    return conversion.MaxResult(-reduce.amax(-self, dim, keepdim), self.argmin(dim, keepdim))
-
-
-def norm_method(self):
-    """The L2 norm of all entries, sqrt(sum x^2)."""
-    return (self * self).sum().sqrt()
+# -- reductions: the functions of ops/reduce.py and ops/ordering.py (self is their first
+# argument), attached in the table below
 
 
 # -- shape ----------------------------------------------------------------------------------
@@ -299,13 +264,37 @@ def flatten_method(self, start_dim: int = 0, end_dim: int = -1):
     return shape_ops.flatten(self, start_dim, end_dim)
 
 
-def expand_method(self, *shape):
-    shape = shape_arg(shape)
-    lead = len(shape) - self.ndim
-    full = tuple(s if s != -1 else self.shape[i - lead] for i, s in enumerate(shape))
-    if lead < 0 or any(s != n and s != 1 for s, n in zip(self.shape, full[lead:])):
-        raise ShapeError(f"expand: cannot expand a tensor of shape {self.shape} to {full}")
-    return shape_ops.broadcast_to(self, full)
+def expand_as_method(self, other):
+    return shape_ops.expand(self, other.shape)
+
+
+def view_as_method(self, other):
+    return shape_ops.reshape(self, other.shape)
+
+
+def t_method(self):
+    """The transpose of a matrix (a tensor of at most 2 dims is returned as it is)."""
+    if self.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+    return shape_ops.transpose(self, 0, 1) if self.ndim == 2 else self
+
+
+def unbind_method(self, dim: int = 0):
+    """The slices along dim, as a tuple of tensors without that dim."""
+    dim = shape_ops.normalize_dim(dim, self.ndim, "unbind")
+    return tuple(self[(slice(None),) * dim + (i,)] for i in range(self.shape[dim]))
+
+
+def narrow_method(self, dim: int, start: int, length: int):
+    """The entries start .. start + length - 1 along dim."""
+    dim = shape_ops.normalize_dim(dim, self.ndim, "narrow")
+    if not 0 <= start % max(self.shape[dim], 1) + length <= self.shape[dim] or length < 0:
+        raise RuntimeError(
+            f"narrow: start ({start}) + length ({length}) exceeds dimension size "
+            f"({self.shape[dim]}) of dim {dim}"
+        )
+    start = start % self.shape[dim] if self.shape[dim] else 0
+    return self[(slice(None),) * dim + (slice(start, start + length),)]
 
 
 def contiguous_method(self):
@@ -329,6 +318,12 @@ def chunk_method(self, chunks: int, dim: int = 0):
 
 def matmul_method(self, other):
     return linalg.matmul(self, other)
+
+
+def masked_select_method(self, mask):
+    """The entries where ``mask`` (broadcast with self) is True, as a 1-D tensor."""
+    shape = np.broadcast_shapes(self.shape, tuple(mask.shape))
+    return shape_ops.broadcast_to(self, shape)[shape_ops.broadcast_to(mask, shape).array]
 
 
 def clone_method(self):
@@ -391,28 +386,44 @@ def type_as_method(self, other: Tensor) -> Tensor:
 # -- non-differentiable helpers -------------------------------------------------------------
 
 
-def argmax_method(self, dim=None, keepdim=False):
-    return Tensor._make(
-        backend.as_array(self.array.argmax(axis=dim, keepdims=keepdim), (self.array,))
+def new_tensor_method(self, data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """``data`` as a new tensor, by default of self's dtype and device."""
+    from minigrad.creation import tensor
+
+    return tensor(
+        data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad
     )
 
 
-def argmin_method(self, dim=None, keepdim=False):
-    return Tensor._make(
-        backend.as_array(self.array.argmin(axis=dim, keepdims=keepdim), (self.array,))
-    )
+def new_full_method(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor of ``size`` full of ``fill_value``, by default of self's dtype and device."""
+    xp = backend.xp_for(device or self.device)
+    array = xp.full(tuple(shape_arg((size,))), fill_value, dtype=dtype or self.dtype)
+    return Tensor(array, requires_grad=requires_grad)
 
 
-def sign_method(self):
-    return Tensor._make(backend.array_module(self.array).sign(self.array))
+def new_zeros_method(self, *size, dtype=None, device=None, requires_grad=False):
+    return new_full_method(self, shape_arg(size), 0, dtype, device, requires_grad)
 
 
-def any_method(self):
-    return Tensor._make(backend.as_array(self.array.any(), (self.array,)))
+def new_ones_method(self, *size, dtype=None, device=None, requires_grad=False):
+    return new_full_method(self, shape_arg(size), 1, dtype, device, requires_grad)
 
 
-def all_method(self):
-    return Tensor._make(backend.as_array(self.array.all(), (self.array,)))
+def new_empty_method(self, *size, dtype=None, device=None, requires_grad=False):
+    return new_full_method(self, shape_arg(size), 0, dtype, device, requires_grad)
+
+
+def isnan_method(self) -> Tensor:
+    return Tensor._make(backend.array_module(self.array).isnan(self.array))
+
+
+def isinf_method(self) -> Tensor:
+    return Tensor._make(backend.array_module(self.array).isinf(self.array))
+
+
+def isfinite_method(self) -> Tensor:
+    return Tensor._make(backend.array_module(self.array).isfinite(self.array))
 
 
 # -- Python's protocols and PyTorch's conveniences: printing, len(), float(), size() ...
@@ -522,16 +533,50 @@ Tensor.abs = abs_method
 Tensor.clamp = clamp_method
 Tensor.softmax = softmax_method
 Tensor.log_softmax = log_softmax_method
+# (the functions of ops/unary.py and ops/pointwise.py take the tensor first: they are the
+# methods as they are)
+Tensor.log2 = unary.log2
+Tensor.log10 = unary.log10
+Tensor.log1p = unary.log1p
+Tensor.expm1 = unary.expm1
+Tensor.rsqrt = unary.rsqrt
+Tensor.reciprocal = unary.reciprocal
+Tensor.square = unary.square
+Tensor.sin = unary.sin
+Tensor.cos = unary.cos
+Tensor.sign = unary.sign
+Tensor.floor = unary.floor
+Tensor.ceil = unary.ceil
+Tensor.round = unary.round
+Tensor.trunc = unary.trunc
+Tensor.clamp_min = unary.clamp_min
+Tensor.clamp_max = unary.clamp_max
+Tensor.neg = arithmetic.neg
+Tensor.pow = pointwise.pow
+Tensor.maximum = pointwise.maximum
+Tensor.minimum = pointwise.minimum
 
 # reductions
-Tensor.sum = sum_method
-Tensor.mean = mean_method
-Tensor.var = var_method
-Tensor.std = std_method
-Tensor.amax = amax_method
-Tensor.max = max_method
-Tensor.min = min_method
-Tensor.norm = norm_method
+Tensor.sum = reduce.sum
+Tensor.mean = reduce.mean
+Tensor.var = reduce.var
+Tensor.std = reduce.std
+Tensor.amax = reduce.amax
+Tensor.amin = reduce.amin
+Tensor.norm = reduce.norm
+Tensor.logsumexp = reduce.logsumexp
+Tensor.cumsum = reduce.cumsum
+Tensor.all = reduce.all
+Tensor.any = reduce.any
+Tensor.max = ordering.max
+Tensor.min = ordering.min
+Tensor.argmax = ordering.argmax
+Tensor.argmin = ordering.argmin
+Tensor.topk = ordering.topk
+Tensor.sort = ordering.sort
+Tensor.argsort = ordering.argsort
+Tensor.gather = ordering.gather
+Tensor.take_along_dim = ordering.take_along_dim
 
 # shape
 Tensor.reshape = reshape_method
@@ -543,7 +588,15 @@ Tensor.mT = property(mT_property)
 Tensor.unsqueeze = unsqueeze_method
 Tensor.squeeze = squeeze_method
 Tensor.flatten = flatten_method
-Tensor.expand = expand_method
+Tensor.expand = shape_ops.expand
+Tensor.expand_as = expand_as_method
+Tensor.view_as = view_as_method
+Tensor.flip = shape_ops.flip
+Tensor.roll = shape_ops.roll
+Tensor.repeat = shape_ops.repeat
+Tensor.t = t_method
+Tensor.unbind = unbind_method
+Tensor.narrow = narrow_method
 Tensor.contiguous = contiguous_method
 
 # indexing, linear algebra, copies
@@ -551,6 +604,12 @@ Tensor.masked_fill = masked_fill_method
 Tensor.split = split_method
 Tensor.chunk = chunk_method
 Tensor.matmul = matmul_method
+Tensor.mm = linalg.mm
+Tensor.bmm = linalg.bmm
+Tensor.mv = linalg.mv
+Tensor.dot = linalg.dot
+Tensor.outer = linalg.outer
+Tensor.masked_select = masked_select_method
 Tensor.clone = clone_method
 Tensor.tril = tril_method
 Tensor.triu = triu_method
@@ -566,11 +625,14 @@ Tensor.bool = bool_method
 Tensor.type_as = type_as_method
 
 # non-differentiable helpers
-Tensor.argmax = argmax_method
-Tensor.argmin = argmin_method
-Tensor.sign = sign_method
-Tensor.any = any_method
-Tensor.all = all_method
+Tensor.new_tensor = new_tensor_method
+Tensor.new_full = new_full_method
+Tensor.new_zeros = new_zeros_method
+Tensor.new_ones = new_ones_method
+Tensor.new_empty = new_empty_method
+Tensor.isnan = isnan_method
+Tensor.isinf = isinf_method
+Tensor.isfinite = isfinite_method
 
 # Python's protocols and PyTorch's conveniences
 Tensor.__repr__ = repr_protocol
