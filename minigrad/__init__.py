@@ -57,6 +57,7 @@ from minigrad.fast.threads import get_num_threads, set_num_threads
 from minigrad.ops import (
     abs,
     all,
+    allclose,
     amax,
     amin,
     any,
@@ -76,6 +77,7 @@ from minigrad.ops import (
     cumsum,
     dot,
     einsum,
+    equal,
     exp,
     expm1,
     flatten,
@@ -84,6 +86,9 @@ from minigrad.ops import (
     gather,
     histc,
     histogram,
+    index_fill,
+    index_select,
+    isclose,
     log,
     log1p,
     log2,
@@ -99,6 +104,7 @@ from minigrad.ops import (
     minimum,
     mm,
     mv,
+    nonzero,
     norm,
     outer,
     permute,
@@ -108,6 +114,8 @@ from minigrad.ops import (
     roll,
     round,
     rsqrt,
+    scatter,
+    scatter_add,
     sigmoid,
     sign,
     sin,
@@ -167,6 +175,10 @@ def is_tensor(obj) -> bool:
     return isinstance(obj, Tensor)
 
 
+def numel(x: Tensor) -> int:
+    return x.numel()
+
+
 def __getattr__(name):
     # subpackages that pull in more (nn, optim, viz, study, save/load) load on first use
     import importlib
@@ -201,6 +213,8 @@ __all__ = [
     "outer", "permute", "pow", "reciprocal", "reshape", "roll", "round", "rsqrt", "sign",
     "sin", "sort", "split", "square", "squeeze", "std", "take_along_dim", "topk",
     "transpose", "trunc", "unsqueeze", "var",
+    "allclose", "equal", "index_fill", "index_select", "isclose", "nonzero", "numel",
+    "scatter", "scatter_add",
 ]  # fmt: skip
 
 from minigrad.fast import kernels as _kernels  # noqa: E402, F401  (registers the kernels)

@@ -45,13 +45,20 @@ class Context:
 
     # class-level defaults: a Context costs nothing until an op sets something
     function = kernel = None
-    inputs = outputs = needs_input_grad = _saved = _kernel_saved = ()
+    _inputs = outputs = needs_input_grad = _saved = _kernel_saved = ()
     edge_grad_norms = None  # filled by backward inside viz.record_grads()
     seq, saved_bytes, _freed = -1, 0, False
 
     @property
     def name(self) -> str:
         return self.function.__name__ if self.function else "?"
+
+    @property
+    def inputs(self) -> tuple:  # each as the op read it: a later write in place is undone
+        for arg in self._inputs:  # (by the write's node, see ops/inplace.py)
+            if getattr(arg, "grad_fn", None) is not None and arg.grad_fn.seq > self.seq:
+                return tuple([_as_read_at(a, self.seq) for a in self._inputs])
+        return self._inputs
 
     def save_for_backward(self, *values) -> None:
         """Keep arrays (or Tensors) for backward; read them back with ``saved_tensors``."""
@@ -161,12 +168,18 @@ def record(ctx, function, inputs, needs_input_grad, outputs) -> None:
     """Make ``ctx`` the graph node of a call: the op, its inputs, (weak references to) its
     outputs, and for several outputs their shapes (zeros stand in for the gradient of one
     that is dropped unused)."""
-    ctx.function, ctx.inputs, ctx.needs_input_grad = function, inputs, needs_input_grad
+    ctx.function, ctx._inputs, ctx.needs_input_grad = function, inputs, needs_input_grad
     ctx.outputs = tuple([weakref.ref(out) for out in outputs])
     if len(outputs) > 1:
         ctx.output_specs = [(out.shape, out.dtype, array_module(out.array)) for out in outputs]
     global _next_number
     ctx.seq, _next_number = _next_number, _next_number + 1
+
+
+def _as_read_at(arg, seq: int):
+    while getattr(arg, "grad_fn", None) is not None and arg.grad_fn.seq > seq:
+        arg = arg.grad_fn._inputs[0]  # the version before the write
+    return arg
 
 
 def _as_array(value, ctx, like):

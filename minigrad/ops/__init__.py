@@ -1,6 +1,6 @@
 """Every differentiable op, forward and backward side by side. One module per kind:
 
-arithmetic    + - * / ** and unary minus (broadcasting)
+arithmetic    + - * / ** and unary minus (broadcasting); isclose, allclose, equal
 pointwise     maximum, minimum, pow (the function form of **)
 unary         exp, log, log2, log10, log1p, expm1, sqrt, rsqrt, reciprocal, square, sin, cos,
               tanh, sigmoid, relu, abs, clamp; sign, floor, ceil, round, trunc (zero gradient)
@@ -9,7 +9,9 @@ ordering      max / min (with indices), argmax, argmin, topk, sort, argsort, gat
 shape         reshape, permute/transpose, broadcast_to / sum_to, (un)squeeze, flatten, expand,
               flip, roll, repeat
 padding       pad (constant, reflect, replicate, circular)
-indexing      t[index], cat, stack, split, chunk, where, masked_fill
+indexing      t[index], setitem, index_select, scatter, index_fill, nonzero, cat, stack,
+              split, chunk, where, masked_fill
+inplace       t += u, t.add_(u), t[index] = v, scatter_ ... recorded in the graph
 linalg        matmul (@), linear, mm, bmm, mv, dot, outer
 einsum        einsum
 counting      histogram, histc, bincount, one_hot (no gradient)
@@ -22,7 +24,7 @@ triangle      tril, triu
 """
 
 from minigrad.ops.activation import gelu, log_softmax, softmax
-from minigrad.ops.arithmetic import add, div, mul, neg, pow, sub
+from minigrad.ops.arithmetic import add, allclose, div, equal, isclose, mul, neg, pow, sub
 from minigrad.ops.conversion import MaxResult, cast, clone, to_device
 from minigrad.ops.counting import bincount, histc, histogram, one_hot
 from minigrad.ops.einsum import einsum
@@ -32,7 +34,13 @@ from minigrad.ops.indexing import (
     cat,
     chunk,
     getitem,
+    index_fill,
+    index_select,
     masked_fill,
+    nonzero,
+    scatter,
+    scatter_add,
+    setitem,
     split,
     stack,
     where,
@@ -123,6 +131,8 @@ __all__ = [
     "maximum", "min", "minimum", "mm", "mv", "norm", "one_hot", "outer", "pad", "power",
     "reciprocal", "repeat", "roll", "round", "rsqrt", "sign", "sin", "sort", "square", "std",
     "take_along_dim", "topk", "trunc",
+    "allclose", "equal", "index_fill", "index_select", "isclose", "nonzero", "scatter",
+    "scatter_add", "setitem",
 ]  # fmt: skip
 
 # Last, as they need the ops above: attach the Tensor methods that call them (t + u, t.exp(),

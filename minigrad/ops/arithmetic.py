@@ -1,4 +1,5 @@
-"""Elementwise arithmetic: + - * / ** and unary minus, broadcasting like NumPy.
+"""Elementwise arithmetic: + - * / ** and unary minus, broadcasting like NumPy; and the
+comparisons within a tolerance (isclose, allclose, equal), which have no gradient.
 
 When an input was broadcast in forward (a (3,) bias added to a (2, 3) matrix), its gradient
 is summed back over the broadcast dims: dL/db = sum over rows of dL/dy. ``sum_to`` does that.
@@ -13,8 +14,10 @@ import math
 import numpy as np
 
 from minigrad.autograd.function import Function
-from minigrad.ops._helpers import shape_of
+from minigrad.errors import ShapeError
+from minigrad.ops._helpers import on_same_device, shape_of, xp_of
 from minigrad.ops.shape import sum_to
+from minigrad.tensor import Tensor
 
 
 class Add(Function):
@@ -168,3 +171,46 @@ def pow(a, b):  # noqa: A001  (the name PyTorch uses)
 
 def neg(x):
     return Neg.apply(x)
+
+
+# -- equal within a tolerance: bool answers, no gradient ------------------------------------
+
+
+def isclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """|a - b| <= atol + rtol * |b|, elementwise (broadcasting), as a bool tensor; infinities
+    are close to themselves, nan only with ``equal_nan``. a and b share a dtype."""
+    return Tensor._make(_isclose(a, b, rtol, atol, equal_nan, "isclose"))
+
+
+def allclose(a, b, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """Whether every entry of a is close to b's (see ``isclose``)."""
+    return bool(_isclose(a, b, rtol, atol, equal_nan, "allclose").all())
+
+
+def _isclose(a, b, rtol, atol, equal_nan, op: str):
+    a_array, b_array = _comparable(a, b, op)
+    try:
+        return xp_of(a_array).isclose(a_array, b_array, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    except ValueError:
+        raise ShapeError(f"{op}: shapes {a.shape} and {b.shape} do not broadcast") from None
+
+
+def equal(a, b) -> bool:
+    """Whether a and b have the same shape and the same values (of any dtypes)."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(
+            f"equal: expected two tensors, got {type(a).__name__} and {type(b).__name__}"
+        )
+    on_same_device(a, b)
+    return a.shape == b.shape and bool((a.array == b.array).all())
+
+
+def _comparable(a, b, op: str):
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(
+            f"{op}: expected two tensors, got {type(a).__name__} and {type(b).__name__}"
+        )
+    on_same_device(a, b)
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"{op}: dtypes must match, got {a.dtype} and {b.dtype}")
+    return a.array, b.array

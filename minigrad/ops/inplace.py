@@ -1,15 +1,38 @@
-"""In-place updates of a Tensor: ``x += y``, ``x.add_(y)``, ``x.zero_()``, ``x[i] = v``...
+"""In-place updates of a Tensor: ``x += y``, ``x.add_(y)``, ``x[i] = v``, ``x.zero_()``,
+``x.masked_fill_(m, v)``, ``x.scatter_(dim, index, src)``...
 
-The operators are there for PyTorch's hand-written training loop
+Outside the graph (grad mode off, or neither side requires grad) the values change in
+self's own array, so that everything sharing its memory sees them (``p.data``, a slice
+taken with ``t[0]``, ``np.asarray(t)``): the training loop's
 
     with mg.no_grad():
         w -= lr * w.grad
 
-(without ``__isub__``, Python would run ``w = w - lr * w.grad``: a new tensor, no longer a
-leaf). minigrad records no in-place op in the graph: where the graph records through a
-tensor, the operators give a new node instead (as ``x = x + y`` would), and the methods
-(``add_``, ``zero_``, ``copy_``...) refuse. A leaf that requires grad never changes under
-grad mode: its gradient would no longer be of the values it holds.
+Inside the graph the write is recorded, as PyTorch records it (its ``CopySlices``). The
+tensor stays the same Python object, and its ``grad_fn`` becomes the node of the write,
+whose first input is the tensor *as it was*: a new Tensor object (``before``) that takes
+over the old node as its output. The node is the out-of-place op:
+
+    t[index] = v    t = SetItem(before, index, v)   dL/dbefore = g with 0 at index,
+                                                    dL/dv = g[index] summed to v's shape
+    t += u          t = Add(before, u)              (and so on for -= *= /= add_ ...)
+
+Two things keep every gradient right:
+
+- The new values go into a fresh array. An op earlier in the graph may have saved the old
+  one for its backward (exp saves its output), and it must keep the values it saw.
+- An op that read t before the write reads ``before`` in the graph: ``Context.inputs``
+  follows a tensor written in place since back to the version the op saw. So
+  ``x += f(x)`` and ``x[i] -= 1`` (Python runs getitem, isub, setitem) are no cycles.
+
+PyTorch writes into the same memory instead, and refuses at backward where an op needed
+the old values; minigrad computes that case's gradient. What differs, memory: after a
+write inside the graph, a tensor that shared t's old memory (a slice taken before, a
+``t.data``) keeps the old values, where in PyTorch it would see the new ones.
+
+A leaf that requires grad never changes in grad mode (PyTorch's rule): its gradient would
+no longer be of the values it holds. Integer tensors have no gradient: writing into one is
+always a plain write.
 
 As in ops/tensor_methods.py, each method is a plain function of ``self``, and the table at
 the end of the file attaches it to Tensor.
@@ -17,12 +40,15 @@ the end of the file attaches it to Tensor.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from minigrad import backend
-from minigrad.autograd.grad_mode import modes
+from minigrad.autograd.grad_mode import modes, no_grad
 from minigrad.errors import ShapeError
-from minigrad.ops.indexing import _raw_index as raw_index
+from minigrad.ops import conversion, indexing
+from minigrad.ops._helpers import as_tensor_like, on_same_device
 from minigrad.ops.tensor_methods import operand
 from minigrad.tensor import Tensor
 
@@ -35,167 +61,231 @@ _OUT_OF_PLACE = {
 _SYMBOLS = {"add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/="}
 
 
-# -- x += y, x -= y, x *= y, x /= y ---------------------------------------------------------
+# -- x += y, x -= y, x *= y, x /= y, and add_, sub_, mul_, div_ -----------------------------
 
 
 def iadd_operator(self, other):
-    return in_place(self, "add", other)
+    return in_place(self, "add", other, "+=")
 
 
 def isub_operator(self, other):
-    return in_place(self, "subtract", other)
+    return in_place(self, "subtract", other, "-=")
 
 
 def imul_operator(self, other):
-    return in_place(self, "multiply", other)
+    return in_place(self, "multiply", other, "*=")
 
 
 def itruediv_operator(self, other):
-    return in_place(self, "divide", other)
-
-
-def in_place(self: Tensor, ufunc_name: str, other):
-    """self <op>= other. Where no graph is being recorded through either (grad mode off,
-    or neither requires grad), self's values change in place and self keeps its shape
-    and dtype. Where one is: a leaf that requires grad may not change (its gradient
-    would no longer be of the values it holds), and a tensor made by an op gives the
-    result as a new node of the graph, as ``x = x + y`` would."""
-    symbol = _SYMBOLS[ufunc_name]
-    other = operand(self, other)
-    if records_graph_with(self, other, symbol):
-        return getattr(self, _OUT_OF_PLACE[ufunc_name])(other)
-    return write_in_place(self, ufunc_name, raw_value(other), symbol)
-
-
-# -- x.add_(y), x.sub_(y), x.mul_(y), x.div_(y): PyTorch's in-place methods. Unlike the
-#    operators they never fall back to a new tensor: they change self, or raise.
+    return in_place(self, "divide", other, "/=")
 
 
 def add_in_place(self, other, alpha=1) -> Tensor:
     """self += alpha * other, in place; returns self."""
-    return in_place_method(self, "add", other, "add_", alpha)
+    return in_place(self, "add", other, "add_", alpha)
 
 
 def sub_in_place(self, other, alpha=1) -> Tensor:
     """self -= alpha * other, in place; returns self."""
-    return in_place_method(self, "subtract", other, "sub_", alpha)
+    return in_place(self, "subtract", other, "sub_", alpha)
 
 
 def mul_in_place(self, other) -> Tensor:
     """self *= other, in place; returns self."""
-    return in_place_method(self, "multiply", other, "mul_")
+    return in_place(self, "multiply", other, "mul_")
 
 
 def div_in_place(self, other) -> Tensor:
     """self /= other, in place; returns self."""
-    return in_place_method(self, "divide", other, "div_")
+    return in_place(self, "divide", other, "div_")
 
 
-def in_place_method(self: Tensor, ufunc_name: str, other, name: str, alpha=1) -> Tensor:
-    """add_, sub_, mul_, div_: as ``in_place``, but where the operator would give a new
-    node of the graph, raise: minigrad does not record in-place ops in the graph."""
+def in_place(self: Tensor, ufunc_name: str, other, symbol: str, alpha=1) -> Tensor:
+    """self <op>= alpha * other; self keeps its shape and dtype. Returns self."""
     other = operand(self, other)
-    refuse_in_graph(self, other, name, f"x = x {_SYMBOLS[ufunc_name][0]} y")
-    value = raw_value(other) if alpha == 1 else raw_value(other) * alpha
-    return write_in_place(self, ufunc_name, value, name)
+    if alpha != 1:
+        other = other * alpha
+    if not records_write(self, other, symbol):
+        return write_in_place(self, ufunc_name, raw_value(other), symbol)
+    return record_write(
+        self, lambda before: getattr(before, _OUT_OF_PLACE[ufunc_name])(other), symbol
+    )
 
 
-# -- writing values: zero_, fill_, copy_, x[i] = v ------------------------------------------
+# -- writing values: x[i] = v, zero_, fill_, copy_, masked_fill_, index_fill_, scatter_ ----
 
 
-def zero_in_place(self):
-    """Set every value to 0, in place (as add_ and the others: not on a tensor that the
-    graph records through while grad mode is on)."""
-    refuse_in_graph(self, None, "zero_", "mg.zeros_like(x)")
-    self.array[...] = 0
+def setitem_operator(self, index, value) -> None:
+    index = indexing.prepared_index(self, index)
+    value = assignable(self, value)
+    if records_write(self, value, "assignment"):
+        record_write(self, lambda before: indexing.SetItem.apply(before, index, value), "=")
+    else:
+        indexing.assign(self.array, index, raw_value(value))
+
+
+def zero_in_place(self) -> Tensor:
+    """Set every value to 0, in place; returns self."""
+    setitem_operator(self, Ellipsis, 0)
     return self
 
 
-def fill_in_place(self, value):
-    """Set every value to ``value``, in place (see zero_)."""
-    refuse_in_graph(self, value, "fill_", "mg.full_like(x, value)")
-    self.array[...] = value.array if isinstance(value, Tensor) else value
+def fill_in_place(self, value) -> Tensor:
+    """Set every value to ``value`` (a number or a 0-d tensor), in place; returns self."""
+    indexing.check_fill_value(value, "fill_")
+    setitem_operator(self, Ellipsis, value)
     return self
 
 
-def copy_in_place(self, other):
-    """Overwrite the values in place (no graph), from a Tensor, array or number (see
-    zero_)."""
-    refuse_in_graph(self, other, "copy_", "other.clone()")
-    other = other.array if isinstance(other, Tensor) else other
-    if hasattr(other, "shape"):
-        other = backend.to_device(other, self.device)
-    self.array[...] = other
+def copy_in_place(self, other) -> Tensor:
+    """Overwrite the values with ``other``'s (a Tensor, array or number, broadcast to self's
+    shape and copied to self's device); returns self. In the graph the gradient flows back
+    to ``other``."""
+    if isinstance(other, Tensor) and other.device != self.device:
+        other = conversion.to_device(other, self.device)
+    setitem_operator(self, Ellipsis, other)
     return self
 
 
-def setitem_operator(self, index, value):
-    if self.requires_grad and self.grad_fn is None and modes.grad_enabled:
-        raise RuntimeError(
-            "in-place assignment to a leaf tensor that requires grad; "
-            "wrap it in `with mg.no_grad():` or write to .data"
-        )
-    if self.grad_fn is not None:
-        raise RuntimeError("in-place assignment to a tensor that is part of a graph")
-    value = value.array if isinstance(value, Tensor) else value
-    self.array[raw_index(index)] = value
+def masked_fill_in_place(self, mask, value) -> Tensor:
+    """Set ``value`` (a number or 0-d tensor) wherever ``mask`` (bool, broadcastable to self)
+    is True, in place; returns self."""
+    return write(self, value, lambda x: indexing.masked_fill(x, mask, value), "masked_fill_")
 
 
-# -- the checks and the write that they all share -------------------------------------------
+def index_fill_in_place(self, dim: int, index, value) -> Tensor:
+    """Set ``value`` at ``index`` (a vector of ints) along ``dim``, in place; returns self."""
+    return write(self, value, lambda x: indexing.index_fill(x, dim, index, value), "index_fill_")
 
 
-def refuse_in_graph(self: Tensor, other, name: str, instead: str) -> None:
-    """Raise where ``name`` (an in-place method) would change a tensor that the graph
-    records through, self or ``other``: minigrad does not record in-place ops."""
-    if records_graph_with(self, other, name):
-        reason = (
-            f"the tensor (shape {self.shape}) was made by {self.grad_fn.name} in the graph"
-            if self.grad_fn is not None
-            else "the other operand requires grad"
-        )
-        raise RuntimeError(
-            f"{name}: minigrad does not record in-place ops in the graph, and {reason}; "
-            f"use the out-of-place op ({instead}), or `with mg.no_grad():` if no "
-            "gradient should flow through this update"
-        )
+def scatter_in_place(self, dim: int, index, src=None, value=None, reduce=None) -> Tensor:
+    """self[i][index[i][j][k]][k] = src[i][j][k] for dim=1 (see ``mg.scatter``), in place;
+    returns self. The one-hot idiom: ``mg.zeros(n, V).scatter_(1, y.unsqueeze(1), 1.0)``."""
+    src = value if src is None else src
+    return write(
+        self, src, lambda x: indexing.scatter(x, dim, index, src, reduce=reduce), "scatter_"
+    )
 
 
-def records_graph_with(self: Tensor, other, symbol: str) -> bool:
-    """Whether ``self <op> other`` would be recorded in the graph (grad mode on and one
-    of them requires grad). Raises for a leaf that requires grad: it may not change."""
+def scatter_add_in_place(self, dim: int, index, src) -> Tensor:
+    """self[i][index[i][j][k]][k] += src[i][j][k] for dim=1, repeats adding up; returns self."""
+    return write(self, src, lambda x: indexing.scatter_add(x, dim, index, src), "scatter_add_")
+
+
+def write(self: Tensor, value, compute, name: str) -> Tensor:
+    """self = compute(self), in place: recorded where the graph runs through self or value,
+    else the result's values copied into self's array."""
+    if records_write(self, value, name):
+        return record_write(self, compute, name)
+    with no_grad():
+        result = compute(self)
+    _check_fits(self, result.shape, name)
+    self.array[...] = result.array.astype(self.dtype, copy=False)
+    return self
+
+
+# -- the checks and the writes that they all share ------------------------------------------
+
+
+def records_write(self: Tensor, other, symbol: str) -> bool:
+    """Whether writing ``other`` into self in place is recorded in the graph: grad mode on,
+    one of them requires grad, and self can hold a gradient. Raises for a leaf that
+    requires grad: it may not change."""
     other_requires_grad = isinstance(other, Tensor) and other._requires_grad
     if not (modes.grad_enabled and (self._requires_grad or other_requires_grad)):
         return False
     if self._requires_grad and self.grad_fn is None:
         raise RuntimeError(
-            f"a leaf tensor that requires grad (shape {self.shape}) is used in an "
-            f"in-place operation ({symbol}); update it under `with mg.no_grad():`, "
-            "as an optimizer does"
+            f"in-place {symbol} to a leaf tensor that requires grad (shape {self.shape}): a "
+            "leaf Variable that requires grad is being used in an in-place operation. Update "
+            "it under `with mg.no_grad():`, as an optimizer does"
+            if symbol == "assignment"
+            else f"a leaf tensor that requires grad (shape {self.shape}) is used in an "
+            f"in-place operation ({symbol}); update it under `with mg.no_grad():`, as an "
+            "optimizer does"
         )
-    return True
+    return self.dtype.kind == "f"
+
+
+def record_write(self: Tensor, compute, symbol: str) -> Tensor:
+    """Record ``self = compute(before)`` into self (see the module docstring): ``before``
+    holds self's array and node; self gets the result's fresh array and node."""
+    before = Tensor._make(self.array, self._requires_grad, self.grad_fn, self._output_index)
+    result = compute(before)
+    _check_fits(self, result.shape, symbol)
+    if result.dtype != self.dtype:  # (float64 into float32 stays float32, as in PyTorch)
+        result = conversion.cast(result, self.dtype)
+    if self.grad_fn is not None:  # before is now the old node's output
+        outputs = list(self.grad_fn.outputs)
+        outputs[self._output_index] = weakref.ref(before)
+        self.grad_fn.outputs = tuple(outputs)
+    # hooks registered so far are for the values before the write, as in PyTorch
+    before.name, before._hooks, self._hooks = self.name, self._hooks, None
+    self.array, self.grad_fn, self._output_index = result.array, result.grad_fn, 0
+    self._requires_grad = True
+    result.grad_fn.outputs = (weakref.ref(self),)
+    return self
 
 
 def write_in_place(self: Tensor, ufunc_name: str, value, symbol: str) -> Tensor:
     """data <op>= value (an array or a number) into self's own array: same shape, dtype."""
     data = self.array
-    result_shape = np.broadcast_shapes(data.shape, np.shape(value))
-    if result_shape != data.shape:
+    try:
+        result_shape = np.broadcast_shapes(data.shape, np.shape(value))
+    except ValueError:
         raise ShapeError(
-            f"{symbol}: the result has shape {result_shape}, which does not fit in place "
-            f"into the tensor of shape {data.shape}"
-        )
+            f"{symbol}: shapes {data.shape} and {np.shape(value)} do not broadcast"
+        ) from None
+    _check_fits(self, result_shape, symbol)
     ufunc = getattr(backend.array_module(data), ufunc_name)
     try:
         ufunc(data, value, out=data)
     except TypeError:  # NumPy's UFuncTypeError: float into int, as PyTorch refuses too
-        xp = backend.array_module(data)
-        probe = xp.empty(0, value.dtype) if hasattr(value, "dtype") else value
-        result_dtype = ufunc(xp.empty(0, data.dtype), probe).dtype
-        raise TypeError(
-            f"{symbol}: the result has dtype {result_dtype}, which cannot be written in "
-            f"place into a tensor of dtype {data.dtype}; convert it first (t = t.float())"
-        ) from None
+        raise _dtype_error(data, value, ufunc, symbol) from None
     return self
+
+
+def _dtype_error(data, value, ufunc, symbol: str) -> TypeError:
+    xp = backend.array_module(data)
+    probe = xp.empty(0, value.dtype) if hasattr(value, "dtype") else value
+    try:
+        result_dtype = ufunc(xp.empty(0, data.dtype), probe).dtype
+    except TypeError:  # (no such op at all: a string, say)
+        kind = getattr(value, "dtype", type(value).__name__)
+        return TypeError(f"{symbol}: a tensor of dtype {data.dtype} cannot take a {kind}")
+    return TypeError(
+        f"{symbol}: the result has dtype {result_dtype}, which cannot be written in "
+        f"place into a tensor of dtype {data.dtype}; convert it first (t = t.float())"
+    )
+
+
+def _check_fits(self: Tensor, result_shape: tuple, symbol: str) -> None:
+    if tuple(result_shape) != self.shape:
+        raise ShapeError(
+            f"{symbol}: the result has shape {tuple(result_shape)}, which does not fit in "
+            f"place into the tensor of shape {self.shape}"
+        )
+
+
+def assignable(self: Tensor, value):
+    """A value for ``self[index] = value``: a Tensor on self's device, or a Python number;
+    arrays and lists become Tensors. Anything else is a TypeError, as in PyTorch."""
+    if isinstance(value, Tensor):
+        return on_same_device(self, value)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, (str, bytes)) or not (
+        hasattr(value, "shape") or isinstance(value, (list, tuple))
+    ):
+        raise TypeError(f"can't assign a {type(value).__name__} to a tensor of dtype {self.dtype}")
+    value = as_tensor_like(self, value)
+    if value.dtype.kind not in "biuf":
+        raise TypeError(
+            f"can't assign values of dtype {value.dtype} to a tensor of dtype {self.dtype}"
+        )
+    return value
 
 
 def raw_value(value):
@@ -220,3 +310,7 @@ Tensor.div_ = div_in_place
 Tensor.zero_ = zero_in_place
 Tensor.fill_ = fill_in_place
 Tensor.copy_ = copy_in_place
+Tensor.masked_fill_ = masked_fill_in_place
+Tensor.index_fill_ = index_fill_in_place
+Tensor.scatter_ = scatter_in_place
+Tensor.scatter_add_ = scatter_add_in_place

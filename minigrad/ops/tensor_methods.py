@@ -613,6 +613,14 @@ Tensor.masked_select = masked_select_method
 Tensor.clone = clone_method
 Tensor.tril = tril_method
 Tensor.triu = triu_method
+Tensor.index_select = indexing.index_select
+Tensor.scatter = indexing.scatter
+Tensor.scatter_add = indexing.scatter_add
+Tensor.index_fill = indexing.index_fill
+Tensor.nonzero = indexing.nonzero
+Tensor.isclose = arithmetic.isclose
+Tensor.allclose = arithmetic.allclose
+Tensor.equal = arithmetic.equal
 
 # device and dtype
 Tensor.to = to_method
@@ -623,6 +631,7 @@ Tensor.double = double_method
 Tensor.long = long_method
 Tensor.bool = bool_method
 Tensor.type_as = type_as_method
+Tensor.type = conversion.type_method
 
 # non-differentiable helpers
 Tensor.new_tensor = new_tensor_method
@@ -640,6 +649,10 @@ Tensor.__len__ = len_protocol
 Tensor.__float__ = float_protocol
 Tensor.__int__ = int_protocol
 Tensor.__bool__ = bool_protocol
+Tensor.__index__ = conversion.index_protocol
+Tensor.__format__ = conversion.format_protocol
+Tensor.__array__ = conversion.array_protocol  # (np.asarray(t); __array_ufunc__ stays None)
+Tensor.nelement = conversion.nelement_method
 Tensor.size = size_method
 Tensor.dim = dim_method
 Tensor.nbytes = property(nbytes_property)
