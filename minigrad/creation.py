@@ -212,10 +212,17 @@ def randn(
 
 
 def rand(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Uniform samples from [0, 1)."""
+    """Uniform samples from [0, 1). On the CPU PyTorch's numbers for the same seed: one raw
+    32-bit word per value, its low 24 bits times 2^-24 (float64: a 64-bit word, 53 bits)."""
     shape, device = _size(shape, size, "rand"), _device(device)
-    draws = rng.generator(device, generator).random(shape)
-    return Tensor(draws.astype(dtype or np.float32), requires_grad=requires_grad)
+    dtype = np.dtype(dtype or np.float32)
+    engine = rng.generator(device, generator)
+    if device != "cpu":
+        return Tensor(engine.random(shape).astype(dtype), requires_grad=requires_grad)
+    count, bits = int(np.prod(shape)), 53 if dtype == np.float64 else 24
+    words = rng.words64(engine, count) if bits == 53 else rng.words32(engine, count)
+    draws = (words & np.uint64(2**bits - 1)) * 2.0**-bits
+    return Tensor(draws.astype(dtype).reshape(shape), requires_grad=requires_grad)
 
 
 def _integer(value, what: str, name: str) -> int:
@@ -254,9 +261,19 @@ def randint(*args, generator=None, dtype=None, device=None, requires_grad=False,
     if low >= high:
         raise RuntimeError(f"randint(): low must be less than high, got low={low} >= high={high}")
     device = _device(device)
-    draws = rng.generator(device, generator).integers(low, high, size=size)
+    draws = _integers(rng.generator(device, generator), device, low, high, size)
     array = backend.xp_for(device).asarray(draws).astype(dtype or np.int64)
     return Tensor(array, requires_grad=requires_grad)
+
+
+def _integers(engine, device: str, low: int, high: int, size: tuple):
+    """Integers from [low, high); on the CPU PyTorch's for the same seed: low + (word mod
+    (high - low)), one raw 32-bit word per value (a 64-bit one when the range needs it)."""
+    if device != "cpu":
+        return engine.integers(low, high, size=size)
+    count, span = int(np.prod(size)), high - low
+    words = rng.words32(engine, count) if span < 2**32 else rng.words64(engine, count)
+    return (words % np.uint64(span)).astype(np.int64).reshape(size) + low
 
 
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -265,9 +282,21 @@ def randperm(n, generator=None, dtype=None, device=None, requires_grad=False) ->
     if n < 0:
         raise RuntimeError(f"randperm(): n must be non-negative, got {n}")
     device = _device(device)
-    order = rng.generator(device, generator).permutation(n)
+    engine = rng.generator(device, generator)
+    order = _shuffled(engine, n) if device == "cpu" else engine.permutation(n)
     array = backend.xp_for(device).asarray(order).astype(dtype or np.int64)
     return Tensor(array, requires_grad=requires_grad)
+
+
+def _shuffled(engine, n: int) -> np.ndarray:
+    """0 .. n-1 shuffled as PyTorch shuffles on the CPU (so the same seed gives the same
+    order): Fisher-Yates, position i swapped with i + (word_i mod (n - i))."""
+    order = np.arange(n, dtype=np.int64)
+    words = rng.words32(engine, max(n - 1, 0))
+    for i, word in enumerate(words.tolist()):
+        j = i + word % (n - i)
+        order[i], order[j] = order[j], order[i]
+    return order
 
 
 def normal(mean, std=1.0, size=None, generator=None, dtype=None, device=None) -> Tensor:

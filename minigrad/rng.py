@@ -3,8 +3,13 @@
 ``mg.manual_seed(seed)`` seeds every device's default generator, so that runs repeat exactly;
 a ``generator=`` argument (``mg.randn(3, generator=g)``, ``DataLoader(..., generator=g)``)
 draws from a generator of its own instead. Besides the grad-mode flag the default generators
-are the only global state in minigrad. A Generator draws with NumPy's (or CuPy's)
-``default_rng``, so its numbers are not PyTorch's, only as reproducible.
+are the only global state in minigrad.
+
+A CPU Generator is PyTorch's: a Mersenne Twister (NumPy's MT19937) seeded as PyTorch seeds
+its own, so that ``randint``, ``rand``, ``randperm`` and the DataLoader's shuffle, built on its
+raw 32-bit words below as PyTorch builds them, draw PyTorch's very numbers for the same seed.
+Other draws (``randn``, dropout masks) use NumPy's methods on it: as reproducible, not the
+same numbers. On the GPU the generator is CuPy's.
 
 ``nn.DataParallel`` runs the two halves of a batch on two threads at once; drawing from one
 generator in whichever order the threads come would make every run different. So each half
@@ -26,7 +31,7 @@ from minigrad.tensor import Tensor
 
 DEFAULT_SEED = 67280421310721  # PyTorch's seed of a Generator() that nobody seeded
 _SEEDS = 2**64  # a seed is a 64-bit word: -1 is the seed 2**64 - 1, as in PyTorch
-_STATE_BYTES = (16, 16, 1, 4)  # PCG64's state and increment, has_uint32, uinteger
+_MT_WORDS = 624  # the Mersenne Twister's state: 624 32-bit words and a position
 
 
 def _checked_seed(seed) -> int:
@@ -42,6 +47,37 @@ def _checked_seed(seed) -> int:
 
 def _fresh_seed() -> int:
     return int.from_bytes(os.urandom(8), "little")
+
+
+def _mersenne_twister(seed: int):
+    """NumPy's MT19937 in the state std::mt19937(seed) starts in, as PyTorch's CPU generator
+    (which keeps the low 32 bits of the seed): key[i] = 1812433253 * (key[i-1] ^
+    (key[i-1] >> 30)) + i, modulo 2^32."""
+    key = [seed & 0xFFFFFFFF]
+    for i in range(1, _MT_WORDS):
+        key.append((1812433253 * (key[-1] ^ (key[-1] >> 30)) + i) & 0xFFFFFFFF)
+    bits = np.random.MT19937()
+    bits.state = {
+        "bit_generator": "MT19937",
+        "state": {"key": np.array(key, np.uint32), "pos": _MT_WORDS},
+    }
+    return np.random.Generator(bits)
+
+
+def words32(engine, count: int):
+    """The next ``count`` raw 32-bit words of ``engine`` (uint64 array), PyTorch's random()."""
+    return engine.bit_generator.random_raw(count) & 0xFFFFFFFF
+
+
+def words64(engine, count: int):
+    """``count`` 64-bit words, each made of two 32-bit ones (high first), PyTorch's random64()."""
+    pairs = words32(engine, 2 * count)
+    return (pairs[0::2] << np.uint64(32)) | pairs[1::2]
+
+
+def draw_seed(engine) -> int:
+    """A seed for a new generator, as PyTorch draws one (an int64's ``random_()``)."""
+    return int(words64(engine, 1)[0] % np.uint64(2**63))
 
 
 class Generator:
@@ -77,45 +113,38 @@ class Generator:
     @property
     def engine(self):
         """The numpy (or cupy) Generator that draws the numbers."""
-        if self._engine is None:
-            xp = backend.xp_for(self.device)
-            self._engine = xp.random.default_rng(self._initial_seed)
+        if self._engine is None and self.device == "cpu":
+            self._engine = _mersenne_twister(self._initial_seed)
+        elif self._engine is None:
+            self._engine = backend.xp_for(self.device).random.default_rng(self._initial_seed)
         return self._engine
 
     def get_state(self) -> Tensor:
-        """The state as a uint8 tensor (for ``set_state``, and savable with ``mg.save``)."""
-        state = self._pcg64_state("get_state")
-        words = (state["state"]["state"], state["state"]["inc"])
-        words += (state["has_uint32"], state["uinteger"])
-        raw = b"".join(int(w).to_bytes(n, "little") for w, n in zip(words, _STATE_BYTES))
-        return Tensor(np.frombuffer(raw, dtype=np.uint8).copy())
+        """The state as a uint8 tensor (for ``set_state``, and savable with ``mg.save``):
+        the 624 words of the Mersenne Twister and its position, little-endian."""
+        state = self._cpu_state("get_state")["state"]
+        words = np.append(state["key"].astype("<u4"), np.array([state["pos"]], "<u4"))
+        return Tensor(words.view(np.uint8).copy())
 
     def set_state(self, new_state) -> Generator:
         """Go back to a state that ``get_state`` returned."""
-        self._pcg64_state("set_state")
+        self._cpu_state("set_state")
         raw = np.asarray(getattr(new_state, "array", new_state))
-        if raw.dtype != np.uint8 or raw.shape != (sum(_STATE_BYTES),):
+        size = 4 * (_MT_WORDS + 1)
+        if raw.dtype != np.uint8 or raw.shape != (size,):
             raise RuntimeError(
-                f"set_state: expected the uint8 tensor of shape ({sum(_STATE_BYTES)},) that "
-                f"get_state returns, got dtype {raw.dtype} and shape {raw.shape}"
+                f"set_state: expected the uint8 tensor of shape ({size},) that get_state "
+                f"returns, got dtype {raw.dtype} and shape {raw.shape}"
             )
-        raw, words = raw.tobytes(), []
-        for size in _STATE_BYTES:
-            words.append(int.from_bytes(raw[:size], "little"))
-            raw = raw[size:]
-        self.engine.bit_generator.state = {
-            "bit_generator": "PCG64",
-            "state": {"state": words[0], "inc": words[1]},
-            "has_uint32": words[2],
-            "uinteger": words[3],
-        }
+        words = np.ascontiguousarray(raw).view("<u4").astype(np.uint32)
+        state = {"key": words[:_MT_WORDS], "pos": int(words[-1])}
+        self.engine.bit_generator.state = {"bit_generator": "MT19937", "state": state}
         return self
 
-    def _pcg64_state(self, method: str) -> dict:
-        state = getattr(self.engine.bit_generator, "state", None)
-        if self.device != "cpu" or not isinstance(state, dict) or state["bit_generator"] != "PCG64":
+    def _cpu_state(self, method: str) -> dict:
+        if self.device != "cpu":
             raise RuntimeError(f"{method}: only the state of a CPU generator can be read or set")
-        return state
+        return self.engine.bit_generator.state
 
 
 default_generator = Generator()  # torch.default_generator: seeded afresh at each start

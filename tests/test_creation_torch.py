@@ -382,3 +382,30 @@ def test_set_grad_enabled_as_a_call_and_as_a_context():
             assert mg.is_grad_enabled()
         assert not mg.is_grad_enabled()
     assert mg.is_grad_enabled()
+
+
+# -- PyTorch's very numbers -----------------------------------------------------------------
+
+SAME_NUMBERS = {
+    "randint(high, size)": lambda m, g: m.randint(7, (3, 5), generator=g),
+    "randint(low, high, size)": lambda m, g: m.randint(-3, 1000, (40,), generator=g),
+    "randint(64-bit range)": lambda m, g: m.randint(-(2**40), 2**41, (6,), generator=g),
+    "rand": lambda m, g: m.rand(4, 3, generator=g),
+    "rand(float64)": lambda m, g: m.rand(5, dtype=m.float64, generator=g),
+    "rand(float16)": lambda m, g: m.rand(5, dtype=m.float16, generator=g),
+    "randperm": lambda m, g: m.randperm(300, generator=g),
+    "randperm(1)": lambda m, g: m.randperm(1, generator=g),
+}
+
+
+@pytest.mark.parametrize("name", SAME_NUMBERS)
+@pytest.mark.parametrize("seed", [0, 42, -1, 2**40 + 7])
+def test_cpu_draws_are_torchs_numbers(name, seed):
+    torch = pytest.importorskip("torch")
+    draw = SAME_NUMBERS[name]
+    ours = draw(mg, mg.Generator().manual_seed(seed))
+    theirs = draw(torch, torch.Generator().manual_seed(seed))
+    assert ours.tolist() == theirs.tolist()
+    mg.manual_seed(seed), torch.manual_seed(seed)  # the default generators too, in sequence
+    first = [draw(mg, None).tolist(), draw(mg, None).tolist()]
+    assert first == [draw(torch, None).tolist(), draw(torch, None).tolist()]

@@ -228,26 +228,24 @@ def test_save_and_load_a_state_dict(tmp_path, capsys):
     assert capsys.readouterr().out == "True\n"
 
 
-def test_the_command_line_exit_codes():
+def test_the_command_line_exit_codes(tmp_path):
     """Once through a real process: the status and the one line reach the shell."""
-    script = ROOT / "tests" / "programs"
-    done = subprocess.run(
-        [sys.executable, "-m", "models.cli", "run", "no_such_script.py"],
+    absent = subprocess.run(
+        [sys.executable, "-m", "models.cli", "run", str(tmp_path / "absent.py")],
         capture_output=True,
         text=True,
         cwd=ROOT,
+        timeout=120,
     )
-    assert done.returncode == 2 and "no such script" in done.stderr
+    assert absent.returncode == 2 and "no such script" in absent.stderr
     code = "import sys, torch\nx = torch.ones(1)\nsys.exit(int(sys.argv[1]))\n"
-    with_status = script.parent / "_exit_status_script.py"
-    try:
-        with_status.write_text(code)
-        done = subprocess.run(
-            [sys.executable, "-m", "models.cli", "run", str(with_status), "5"],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-        )
-    finally:
-        with_status.unlink()
-    assert done.returncode == 5 and done.stderr == ""
+    script = write(tmp_path, "exit_status.py", code)
+    done = subprocess.run(
+        [sys.executable, "-m", "models.cli", "run", script, "5"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 5, done.stderr
+    assert done.stderr == ""

@@ -112,6 +112,34 @@ def test_shuffle_repeats_under_manual_seed_and_generator():
     assert order(data.DataLoader(dataset, batch_size=7, shuffle=True, generator=g)) == with_g
 
 
+@pytest.mark.parametrize("seed", [0, 3407])
+def test_shuffles_are_torchs_for_the_same_seed(seed):
+    torch = pytest.importorskip("torch")
+    mg.manual_seed(seed), torch.manual_seed(seed)
+    ours = data.DataLoader(data.TensorDataset(mg.arange(23)), batch_size=5, shuffle=True)
+    theirs = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.arange(23)), batch_size=5, shuffle=True
+    )
+    for _ in range(2):  # each pass draws a new order, in step with torch's
+        assert [x.tolist() for (x,) in ours] == [x.tolist() for (x,) in theirs]
+    g, their_g = mg.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
+    ours = data.DataLoader(list(range(10)), batch_size=4, shuffle=True, generator=g)
+    theirs = torch.utils.data.DataLoader(
+        list(range(10)), batch_size=4, shuffle=True, generator=their_g
+    )
+    assert [x.tolist() for x in ours] == [x.tolist() for x in theirs]
+    for options in (dict(replacement=True, num_samples=40), dict(num_samples=17)):
+        mg.manual_seed(seed), torch.manual_seed(seed)
+        assert list(data.RandomSampler(range(7), **options)) == list(
+            torch.utils.data.RandomSampler(range(7), **options)
+        )
+    split = data.random_split(range(10), [0.3, 0.7], generator=mg.Generator().manual_seed(seed))
+    twin = torch.utils.data.random_split(
+        range(10), [0.3, 0.7], generator=torch.Generator().manual_seed(seed)
+    )
+    assert [list(s) for s in split] == [list(s) for s in twin]
+
+
 def test_tensor_dataset_refuses_mismatched_sizes():
     torch = pytest.importorskip("torch")
     with pytest.raises(Exception) as theirs:

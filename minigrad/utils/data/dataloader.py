@@ -8,6 +8,7 @@ in its own order and cut into batches.
 
 from __future__ import annotations
 
+from minigrad import rng
 from minigrad.utils.data.collate import default_collate, default_convert
 from minigrad.utils.data.dataset import IterableDataset
 from minigrad.utils.data.sampler import BatchSampler, RandomSampler, SequentialSampler
@@ -22,7 +23,8 @@ class DataLoader:
     """Batches of ``dataset``, with PyTorch's arguments:
 
     batch_size (default 1; None: one example at a time, converted by ``default_convert``),
-    shuffle (a new random order each pass, drawn from minigrad's RNG or ``generator``),
+    shuffle (a new random order each pass, drawn from minigrad's RNG or ``generator``: for
+    the same seed, the order PyTorch draws),
     sampler / batch_sampler (your own order), collate_fn (default ``default_collate``),
     drop_last (drop a last, short batch), generator (a ``mg.Generator`` for the shuffle).
 
@@ -90,6 +92,9 @@ class DataLoader:
         self.collate_fn = collate_fn
 
     def __iter__(self):
+        # PyTorch's loader draws a seed here for its worker processes; one is drawn (and
+        # unused) here too, so that the same seed gives PyTorch's very shuffles
+        rng.draw_seed(rng.generator("cpu", self.generator))
         if isinstance(self.dataset, IterableDataset):
             return self._iterable_batches()
         if self.batch_sampler is None:

@@ -14,8 +14,7 @@ def _fresh_generator(generator):
     samplers do (so each pass over the data is shuffled anew, and ``manual_seed`` repeats)."""
     if generator is not None:
         return generator
-    seed = int(rng.generator("cpu").integers(2**63))
-    return rng.Generator().manual_seed(seed)
+    return rng.Generator().manual_seed(rng.draw_seed(rng.generator("cpu")))
 
 
 class Sampler:
