@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from models.config import TrainConfig
 from models.errors import UsageError
 
 try:
@@ -123,8 +124,8 @@ class RunDir:
         return run
 
     def read_config(self) -> dict:
-        """config.json, checked to hold its sections: "train" and "model" (objects) and
-        "vocab" (a string). The settings inside are checked by whoever reads them."""
+        """config.json, checked to hold its sections: "train" (settings of TrainConfig, each
+        of its type), "model" (an object, checked by whoever builds the model) and "vocab"."""
         try:
             config = json.loads(self.config_path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
@@ -143,6 +144,7 @@ class RunDir:
                     f"{self.config_path}: not a minigrad run config (its {section!r} must be "
                     f"{what}; it {found})"
                 )
+        TrainConfig.from_dict(config["train"], source=f"{self.config_path} (train)")
         return config
 
     def write_config(self, config: dict) -> None:
