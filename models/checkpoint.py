@@ -50,10 +50,22 @@ def read_checkpoint(path: Path) -> dict:
     return state
 
 
-def load_checkpoint(path: Path, model, optimizer=None, scheduler=None) -> dict:
-    """Restore what ``save_checkpoint`` wrote into the given objects; returns the whole
-    saved dict (its "trainer" and, where ``optimizer`` is given, "scheduler" are dicts)."""
-    state = read_checkpoint(path)
+def check_size(path: Path, state: dict, parameters: int) -> None:
+    """A UsageError unless the checkpoint ``state`` holds ``parameters`` model numbers: a
+    config that describes another model is refused before that model is built."""
+    saved = sum(tensor.numel() for tensor in state["model"].values())
+    if saved != parameters:
+        raise UsageError(
+            f"{path} holds a model of {saved:,} parameters, but the run's config.json "
+            f"describes one of {parameters:,}: the two do not belong together"
+        )
+
+
+def load_checkpoint(path: Path, model, optimizer=None, scheduler=None, state=None) -> dict:
+    """Restore what ``save_checkpoint`` wrote (or ``state``, already read from ``path``)
+    into the given objects; returns the whole saved dict (its "trainer" and, where
+    ``optimizer`` is given, "scheduler" are dicts)."""
+    state = read_checkpoint(path) if state is None else state
     parts = {"optimizer": optimizer, "scheduler": scheduler, "trainer": optimizer}
     for name in [name for name, part in parts.items() if part is not None]:
         if not isinstance(state.get(name), dict):

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import minigrad as mg
-from models.checkpoint import load_checkpoint
+from models.checkpoint import check_size, load_checkpoint, read_checkpoint
 from models.config import check_seed, check_settings
 from models.data import CharVocab
 from models.errors import UsageError
 from models.gpt import GPT, GPTConfig
-from models.memory import check_fits
+from models.memory import check_fits, parameter_count
 from models.run import RunDir
 from models.train import resolve_device
 
@@ -28,8 +28,10 @@ def load_model(run_path: str | Path, device: str = "cpu") -> tuple[GPT, CharVoca
             f"{config.vocab_size}"
         )
     check_fits(config, 1, config.block_size, device, training=False)
+    state = read_checkpoint(run.checkpoint_path)
+    check_size(run.checkpoint_path, state, parameter_count(config))
     model = GPT(config)
-    load_checkpoint(run.checkpoint_path, model)
+    load_checkpoint(run.checkpoint_path, model, state=state)
     return model.to(device).eval(), vocab
 
 

@@ -36,12 +36,12 @@ import minigrad as mg
 from minigrad import backend, nn, optim
 from minigrad import rng as mg_rng
 from minigrad.nn.utils import clip_grad_norm_
-from models.checkpoint import load_checkpoint, save_checkpoint
+from models.checkpoint import check_size, load_checkpoint, read_checkpoint, save_checkpoint
 from models.config import TrainConfig, check_config
 from models.data import CorpusTask, Task, complete, make_task
 from models.errors import TrainingDiverged, UsageError
 from models.gpt import GPT, GPTConfig, next_token_loss
-from models.memory import check_fits
+from models.memory import check_fits, parameter_count
 from models.plots import plot_loss
 from models.run import RunDir
 
@@ -312,12 +312,12 @@ class Trainer:
         save_checkpoint(run.checkpoint_path, self.model, self.optimizer, self.scheduler, trainer)
         self.saved_step = self.step
 
-    def restore(self, run: RunDir, saved_steps: int) -> str | None:
-        """Load the run's checkpoint (``saved_steps``: the --steps it was trained towards).
-        Where --steps changed, the schedule goes on from the rate at the checkpoint; returns
-        the line that says how, or None."""
+    def restore(self, run: RunDir, saved_steps: int, state: dict | None = None) -> str | None:
+        """Load the run's checkpoint (``state``, if it is already read; ``saved_steps``: the
+        --steps it was trained towards). Where --steps changed, the schedule goes on from the
+        rate at the checkpoint; returns the line that says how, or None."""
         path = run.checkpoint_path
-        state = load_checkpoint(path, self.model, self.optimizer)
+        state = load_checkpoint(path, self.model, self.optimizer, state=state)
         try:
             trainer = state["trainer"]
             self.step = _whole(trainer["step"])
@@ -416,10 +416,12 @@ def open_run(
             "(did the --data file change?)"
         )
     saved_steps = load_run_config(run).steps
-    trainer = Trainer(config, task, device)
     run.acquire()
     try:
-        note = trainer.restore(run, saved_steps)
+        state = read_checkpoint(run.checkpoint_path)
+        check_size(run.checkpoint_path, state, parameter_count(model))
+        trainer = Trainer(config, task, device)
+        note = trainer.restore(run, saved_steps, state)
         if trainer.step > config.steps:
             raise UsageError(
                 f"--steps {config.steps} is behind this run, which is at step {trainer.step}; "

@@ -204,29 +204,47 @@ CRAFTED = {
     "unknown dtype": (safetensors_bytes(one_tensor(dtype="F128"), b"\x00" * 8), "F128"),
     "dtype a number": (safetensors_bytes(one_tensor(dtype=4), b"\x00" * 8), "dtype 4"),
     "offsets backwards": (safetensors_bytes(one_tensor(offsets=(8, 0)), b"\x00" * 8), "end before"),
-    "offsets of three": (safetensors_bytes(one_tensor(offsets=(0, 4, 8)), b"\x00" * 8), "data_offsets"),
+    "offsets of three": (
+        safetensors_bytes(one_tensor(offsets=(0, 4, 8)), b"\x00" * 8),
+        "data_offsets",
+    ),
     "entry a number": (safetensors_bytes({"w": 5}), "'w' in the header is a number"),
-    "entry lacks shape": (safetensors_bytes({"w": {"dtype": "F32", "data_offsets": [0, 0]}}), "no shape"),
+    "entry lacks shape": (
+        safetensors_bytes({"w": {"dtype": "F32", "data_offsets": [0, 0]}}),
+        "no shape",
+    ),
     "bytes left over": (safetensors_bytes(one_tensor(), b"\x00" * 12), "4 bytes after the last"),
-    "metadata a list": (safetensors_bytes(one_tensor(metadata=[1]), b"\x00" * 8), "__metadata__ is a list"),
+    "metadata a list": (
+        safetensors_bytes(one_tensor(metadata=[1]), b"\x00" * 8),
+        "__metadata__ is a list",
+    ),
     "metadata a number": (
         safetensors_bytes(one_tensor(metadata={"note": 3}), b"\x00" * 8),
         "entry 'note' is a number",
     ),
     "layout names a missing tensor": (layout_file({"dict": [["w", {"tensor": "nope"}]]}), '"nope"'),
     "layout not JSON": (layout_file("{dict: oops"), "its layout is not valid JSON"),
-    "layout nested 100,000 deep": (layout_file('{"list": [' * 100_000 + "]}" * 100_000), "nested too deeply"),
+    "layout nested 100,000 deep": (
+        layout_file('{"list": [' * 100_000 + "]}" * 100_000),
+        "nested too deeply",
+    ),
     "layout entry a number": (layout_file({"dict": [["w", 5]]}), "layout entry 'w' is 5"),
     "layout dict of a number": (layout_file({"dict": 5}), "where [key, node] pairs belong"),
     "layout pair of three": (layout_file({"dict": [["w", {"value": 1}, 3]]}), "[key, node] pair"),
-    "layout key a list": (layout_file({"dict": [[[1], {"value": 1}]]}), "not a string or an integer"),
-    "layout key twice": (layout_file({"dict": [["a", {"value": 1}], ["a", {"value": 2}]]}), "twice"),
+    "layout key a list": (
+        layout_file({"dict": [[[1], {"value": 1}]]}),
+        "not a string or an integer",
+    ),
+    "layout key twice": (
+        layout_file({"dict": [["a", {"value": 1}], ["a", {"value": 2}]]}),
+        "twice",
+    ),
     "layout kind unknown": (layout_file({"pickle": "os.system"}), "unknown kind 'pickle'"),
     "layout tensor name a number": (layout_file({"tensor": 3}), "names the tensor 3"),
     "layout list of a string": (layout_file({"list": "abc"}), "where a list belongs"),
     "layout value a list": (layout_file({"value": [1, 2]}), "where a value belongs"),
     "layout node of two kinds": (layout_file({"value": 1, "tensor": "w"}), "not one of"),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("content, message", CRAFTED.values(), ids=CRAFTED.keys())
