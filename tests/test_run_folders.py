@@ -195,6 +195,18 @@ def test_a_model_section_of_the_wrong_type_is_refused_by_sample(run_copy, capsys
     assert_one_line(code, err, "d_model must be a whole number")
 
 
+@pytest.mark.parametrize("command", ["train", "sample"])
+def test_a_config_of_another_size_is_refused_before_building_it(run_copy, command, capsys):
+    edit_config(lambda c: set_in(set_in(c, "train.d_model", 4096), "model.d_model", 4096))(run_copy)
+    before = snapshot(run_copy)
+    argv = ["train", "--resume"] if command == "train" else ["sample", "--run"]
+    started = time.perf_counter()
+    code, _, err = run_cli([*argv, str(run_copy)], capsys)
+    assert_one_line(code, err, "do not belong together")
+    assert time.perf_counter() - started < 5
+    assert snapshot(run_copy) == before
+
+
 def test_a_damaged_trainer_state_is_refused(run_copy, capsys):
     trainer_step_negative(run_copy)
     before = snapshot(run_copy)
