@@ -12,6 +12,12 @@ What it writes, and the minigrad function that draws it:
                                (examples/04_train_toy_gpt.py, 250 steps), on "사과는 맛있다",
                                the layer whose head looks back at the noun most (viz.plots)
     grammar_loss.png           that run's loss curve (models.plots)
+    explorer.png, explorer.html
+                               the explorer page (viz.explore) of that model on "사과는 맛있다"
+                               after one backward pass, stepped to where the gradient has come
+                               back through block 0's attention, its attention node clicked:
+                               a screenshot by Debian's headless Chromium (chromium and
+                               chromium-driver, driven by selenium)
     depth.png, ln.png, paths.png, scale.png, time.png and study_<name>.md/.json
                                the studies of minigrad.study at their default settings:
                                gradient against depth with and without residuals, post-LN
@@ -24,6 +30,7 @@ Every figure comes from fixed seeds, so running the script again redraws the sam
 from __future__ import annotations
 
 import argparse
+import os
 import runpy
 import shutil
 import sys
@@ -38,7 +45,8 @@ from minigrad import study  # noqa: E402
 from minigrad.viz.studies import save_study  # noqa: E402
 from models.commands.graph import write_docs_figure  # noqa: E402
 
-FIGURES = ("graph", "attention", *study.STUDIES)
+FIGURES = ("graph", "attention", "explorer", *study.STUDIES)
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"  # Debian's packages
 
 
 def graph_figure(out: Path) -> list[Path]:
@@ -54,6 +62,74 @@ def attention_figure(out: Path) -> list[Path]:
         loss = Path(shutil.copy(Path(folder) / "04_loss.png", out / "grammar_loss.png"))
     attention = example["draw_noun_attention"](model, vocab, out / "attention_grammar.png")
     return [attention, loss]
+
+
+def headless_chromium(width: int = 1500, height: int = 1000):
+    """Debian's Chromium, headless, through Debian's chromedriver (selenium): both paths are
+    given, so selenium never looks for, let alone downloads, a browser or a driver of its
+    own. Raises RuntimeError when either is missing."""
+    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not Path(path).is_file()]
+    if missing:
+        raise RuntimeError(
+            f"needs {' and '.join(missing)}: apt-get install chromium chromium-driver"
+        )
+    os.environ["SE_OFFLINE"] = "true"  # (selenium's manager: never reach the network)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu",
+                     "--disable-dev-shm-usage", f"--window-size={width},{height}"):  # fmt: skip
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+
+
+def explorer_figure(out: Path) -> list[Path]:
+    """The explorer page of the model of examples/04_train_toy_gpt.py on "사과는 맛있다", and
+    a screenshot of it in the middle of the backward pass."""
+    import minigrad as mg
+
+    example = runpy.run_path(str(ROOT / "examples" / "04_train_toy_gpt.py"))
+    with tempfile.TemporaryDirectory() as folder:
+        model, vocab = example["train_grammar"](Path(folder))
+    text = "\n" + "사과는 맛있다"
+    ids = vocab.encode_array(text)
+    _, loss = model(ids[None, :-1], ids[None, 1:])
+    loss.name = "loss"
+    with mg.viz.record_grads():
+        loss.backward()
+    page = mg.viz.explore(loss, params=model, tokens=example["display_tokens"](text[:-1]))
+    html_path = page.save(out / "explorer.html")
+    return [html_path, screenshot_explorer(html_path, out / "explorer.png")]
+
+
+def screenshot_explorer(page: Path, png: Path) -> Path:
+    """Open the page, step to where the gradient has just come back through block 0's
+    attention (past its shortcut and branch), click that attention's weights A, screenshot."""
+    browser = headless_chromium(width=1500, height=1200)
+    try:
+        browser.get(page.resolve().as_uri())
+        browser.execute_script(
+            """
+            const data = JSON.parse(document.getElementById("explorer-data").textContent);
+            const first = data.shortcuts[0];
+            const moment = Math.max(first.moment, ...first.branch.map((edge) => edge[0]));
+            const slider = document.getElementById("step");
+            slider.value = moment;
+            slider.dispatchEvent(new Event("input"));
+            const [key] = Object.entries(data.items).find(
+                ([, item]) => (item.equation || "").startsWith("A = softmax"));
+            const node = document.querySelector(`g.node[data-key="${key}"]`);
+            node.dispatchEvent(new PointerEvent("pointerdown", { bubbles: true }));
+            node.dispatchEvent(new PointerEvent("pointerup", { bubbles: true }));
+            """
+        )
+        browser.save_screenshot(str(png))
+    finally:
+        browser.quit()
+    return png
 
 
 def study_figure(name: str, out: Path) -> list[Path]:
@@ -78,6 +154,8 @@ def main(argv: list[str] | None = None) -> None:
             written = graph_figure(out)
         elif name == "attention":
             written = attention_figure(out)
+        elif name == "explorer":
+            written = explorer_figure(out)
         else:
             written = study_figure(name, out)
         for path in written:

@@ -303,10 +303,17 @@ class _Facts:
         ``record_grads`` noted: the sum of the thumbnails of the gradients of its readers."""
         edges = [e for e in self.readers.get(id(tensor), ()) if e.grad_norm is not None]
         pictures = [_edge_thumbnail(e) for e in edges]
-        arrived = [[self._edge(e)[1], _reader_name(self.equations, e)] for e in edges]
+        arrived = [[self._edge(e)[1], self._reader(e)] for e in edges]
         if not pictures or any(p is None for p in pictures):
             return None, arrived
         return summary(sum(pictures), shape=tuple(tensor.shape)), arrived
+
+    def _reader(self, edge) -> str:
+        """What reads along an edge: the equation it computes, or its module and op."""
+        if id(edge.head) in self.equations:
+            return self.equations[id(edge.head)]
+        owner = _owner_name(self.tree, edge.head)
+        return f"{owner} ({edge.head.name})" if owner else edge.head.name
 
     def _rows_are(self, tensor, tokens) -> list | None:
         """The tokens, when the rows of tensor's thumbnail are its sequence positions."""
@@ -350,9 +357,7 @@ class _Facts:
             "item": self.key_of[id(node)],
             "moment": self.moment.get(id(node)),
             "skip": self._edge(skip_edge),
-            "branch": [
-                [*self._edge(edge), _reader_name(self.equations, edge)] for edge in branch_edges
-            ],
+            "branch": [[*self._edge(edge), self._reader(edge)] for edge in branch_edges],
         }
 
 
@@ -377,10 +382,6 @@ def _owner_name(tree, node) -> str:
     while call is not None and not call.name:
         call = call.parent
     return call.name if call is not None else ""
-
-
-def _reader_name(equations, edge) -> str:
-    return equations.get(id(edge.head)) or edge.head.name
 
 
 def _edge_thumbnail(edge):

@@ -362,7 +362,7 @@ function showPanel(key) {
     ["copies", "drawn for", item.copies && item.copies.length ? `${item.copies.join(", ")} (the values are ${item.copies[0]}'s)` : null],
     ["shape", "shape", item.shape],
     ["dtype", "dtype", item.dtype],
-    ["bytes", "value", item.bytes],
+    ["bytes", "size", item.bytes],
     ["saved", "saved for backward", item.saved],
     ["ran", "ran backward at", item.ran ? `moment ${item.ran}` : null],
     ["ops", "ops inside", item.ops],
@@ -375,9 +375,9 @@ function showPanel(key) {
       inputs.append(element("dt", `${i}`), element("dd", [what, shape, dtype].filter(Boolean).join("  "))));
     panel.append(inputs);
   }
+  if (item.attention) showAttention(panel, item.attention); // first: what A is for
   if (item.value) showValue(panel, item.value);
   if (item.kind !== "module") showGradient(panel, item);
-  if (item.attention) showAttention(panel, item.attention);
 }
 
 function showValue(panel, value) {
