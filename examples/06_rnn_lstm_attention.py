@@ -31,7 +31,7 @@ from minigrad.study.common import format_value
 from minigrad.viz.studies import save_study
 
 SETTINGS = dict(seeds=(0, 1), length=48, hidden=32, n_heads=4)
-QUICK = dict(seeds=(0,), length=12, hidden=8, n_heads=2)
+QUICK = dict(seeds=(3, 4), length=12, hidden=8, n_heads=2)
 
 
 def main(argv: list[str] | None = None) -> None:
