@@ -98,3 +98,12 @@ def too_few_gradients(node, grads) -> RuntimeError:
     return RuntimeError(
         f"{node.name}.backward returned {len(grads)} gradients for {len(node.inputs)} inputs"
     )
+
+
+def modified_in_place(op: str, array, then: int, now: int) -> RuntimeError:
+    return RuntimeError(
+        f"{op} backward: one of the variables needed for gradient computation has been "
+        f"modified by an inplace operation: the array of shape {tuple(array.shape)} "
+        f"({array.dtype}) that {op} saved for backward is at version {now}; expected version "
+        f"{then}. Change a copy instead (y = y + 1, or y.clone()), or change it before the op"
+    )

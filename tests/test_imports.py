@@ -37,7 +37,7 @@ SEAM = ("minigrad.autograd.function", FAST)  # the one import of the fast layer 
 
 # from the bottom; "x.*" is the package x and every module in it
 FLOORS = [
-    ("errors and hooks", ["minigrad.errors", "minigrad.hooks"]),
+    ("errors and hooks", ["minigrad.errors", "minigrad.hooks", "minigrad.versions"]),
     ("backend", ["minigrad.backend"]),
     ("core", ["minigrad.tensor", "minigrad.autograd.*"]),
     ("creation", ["minigrad.rng", "minigrad.cuda", "minigrad.creation", "minigrad.serialization"]),

@@ -29,7 +29,7 @@ import weakref
 
 import numpy as np
 
-from minigrad import errors, fast
+from minigrad import errors, fast, versions
 from minigrad.autograd.grad_mode import modes
 from minigrad.backend import array_module, as_array
 
@@ -46,6 +46,7 @@ class Context:
     # class-level defaults: a Context costs nothing until an op sets something
     function = kernel = None
     _inputs = outputs = needs_input_grad = _saved = _kernel_saved = ()
+    _versions = _kernel_versions = None  # of what was saved (see minigrad/versions.py)
     edge_grad_norms = None  # filled by backward inside viz.record_grads()
     seq, saved_bytes, _freed = -1, 0, False
 
@@ -62,11 +63,11 @@ class Context:
 
     def save_for_backward(self, *values) -> None:
         """Keep arrays (or Tensors) for backward; read them back with ``saved_tensors``."""
-        self._saved = values
+        self._saved, self._versions = values, versions.read(values)
 
     def save_for_kernel(self, *values) -> None:
         """Keep arrays for a kernel's backward (``kernel_saved``), freed with the rest."""
-        self._kernel_saved = values
+        self._kernel_saved, self._kernel_versions = values, versions.read(values)
 
     @property
     def saved_tensors(self) -> tuple:
@@ -75,11 +76,11 @@ class Context:
     @property
     def saved_arrays(self) -> tuple:
         """What forward saved, as it saved it (arrays): for a kernel's backward."""
-        return self._unless_freed(self._saved)
+        return self._unless_changed(self._unless_freed(self._saved), self._versions)
 
     @property
     def kernel_saved(self) -> tuple:
-        return self._unless_freed(self._kernel_saved)
+        return self._unless_changed(self._unless_freed(self._kernel_saved), self._kernel_versions)
 
     def _unless_freed(self, saved: tuple) -> tuple:
         if self._freed:
@@ -88,6 +89,11 @@ class Context:
                 "arrays it saved were freed after the first backward. Pass "
                 "retain_graph=True to the first backward() if you need to call it again."
             )
+        return saved
+
+    def _unless_changed(self, saved: tuple, versions_then) -> tuple:
+        if (change := versions.changed(saved, versions_then)) is not None:
+            raise errors.modified_in_place(self.name, saved[change[0]], *change[1:])
         return saved
 
     def _as_tensor(self, value):

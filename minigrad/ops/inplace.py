@@ -44,7 +44,7 @@ import weakref
 
 import numpy as np
 
-from minigrad import backend
+from minigrad import backend, versions
 from minigrad.autograd.grad_mode import modes, no_grad
 from minigrad.errors import ShapeError
 from minigrad.ops import conversion, indexing
@@ -122,6 +122,7 @@ def setitem_operator(self, index, value) -> None:
         record_write(self, lambda before: indexing.SetItem.apply(before, index, value), "=")
     else:
         indexing.assign(self.array, index, raw_value(value))
+        versions.bump(self.array)
 
 
 def zero_in_place(self) -> Tensor:
@@ -181,6 +182,7 @@ def write(self: Tensor, value, compute, name: str) -> Tensor:
         result = compute(self)
     _check_fits(self, result.shape, name)
     self.array[...] = result.array.astype(self.dtype, copy=False)
+    versions.bump(self.array)
     return self
 
 
@@ -242,6 +244,7 @@ def write_in_place(self: Tensor, ufunc_name: str, value, symbol: str) -> Tensor:
         ufunc(data, value, out=data)
     except TypeError:  # NumPy's UFuncTypeError: float into int, as PyTorch refuses too
         raise _dtype_error(data, value, ufunc, symbol) from None
+    versions.bump(data)
     return self
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from minigrad import backend
+from minigrad import backend, versions
 from minigrad.autograd.grad_mode import enable_grad, no_grad
 from minigrad.tensor import Tensor
 
@@ -82,6 +82,7 @@ class Optimizer:
                 params = [param for param in group["params"] if param.grad is not None]
                 if params:
                     self.update_group(params, group)
+                    versions.bump(*[param.array for param in params])  # (legal between steps)
         return loss
 
     def update_group(self, params: list, group: dict) -> None:
