@@ -47,6 +47,9 @@ TINY = {
     "paths": dict(seeds=(0,), n_blocks=2, samples=2, d_model=16, n_heads=2, length=4, batch=1),
     "scale": dict(seeds=(0,), n_blocks=2, steps=2, train_blocks=1, d_model=16, n_heads=2),
     "time": dict(seeds=(0,), length=8, hidden=8, n_heads=2),
+    "scaling": dict(seeds=(0,), d_ks=(4, 64), length=8, batch=2),
+    "heads": dict(seeds=(0,), head_counts=(1, 2), steps=4, d_model=8, length=6, every=2),
+    "qk": dict(seeds=(0,), steps=4, d_model=8, length=6),
 }
 
 

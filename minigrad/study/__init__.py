@@ -1,4 +1,5 @@
-"""``minigrad.study``: experiments on how gradients flow through residual connections.
+"""``minigrad.study``: experiments on how gradients flow through residual connections, and
+on the claims made for attention (sqrt(d_k), heads, separate Q and K).
 
 Each study is a function that measures, states its pass criterion, checks it, and returns a
 ``StudyResult`` (rows, checks, ``passed``, the curves it measured); ``result.write(out_dir)``
@@ -11,16 +12,23 @@ same studies run from the shell as ``minigrad study NAME``.
     paths   gradient along paths of k branches (Veit et al. 2016)
     scale   scaled shortcuts lambda * x + F(x), and ReZero (He et al. 2016)
     time    gradient through time: RNN, LSTM (forget-gate bias), causal attention
+    scaling scores divided by sqrt(d_k) or not: spread, saturation, gradient to Q at init
+    heads   1, 2 or 4 heads at equal d_model on a task that needs two relations at once
+    qk      separate W_Q, W_K against tied ones (symmetric scores) on a directional task
 """
 
 from minigrad.study.common import Check, StudyResult
 from minigrad.study.depth import depth
+from minigrad.study.heads import heads
 from minigrad.study.ln import ln
 from minigrad.study.paths import paths
+from minigrad.study.qk import qk
 from minigrad.study.scale import scale
+from minigrad.study.scaling import scaling
 from minigrad.study.time import time
 
 STUDIES = {"depth": depth, "ln": ln, "paths": paths, "scale": scale, "time": time}
+STUDIES.update(scaling=scaling, heads=heads, qk=qk)
 
 
 def run(name: str, **options) -> StudyResult:
@@ -35,9 +43,12 @@ __all__ = [
     "STUDIES",
     "StudyResult",
     "depth",
+    "heads",
     "ln",
     "paths",
+    "qk",
     "run",
     "scale",
+    "scaling",
     "time",
 ]

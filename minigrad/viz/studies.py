@@ -176,12 +176,79 @@ def draw_time(result: StudyResult):
     )
 
 
+def draw_scaling(result: StudyResult):
+    """Against d_k, with and without 1/sqrt(d_k): the scores' spread, the largest weight of
+    a row, the row entropy, and the gradient that reaches Q (median row and rms)."""
+
+    def curve(scaled, key):
+        chosen = [r for r in result.rows if r["scaled"] == scaled]
+        return [r["d_k"] for r in chosen], [r[key] for r in chosen]
+
+    def both(key):
+        return {"S = Q K^T": curve(False, key), "S = Q K^T / sqrt(d_k)": curve(True, key)}
+
+    gradient = {
+        f"{label}, {kind}": curve(scaled, f"{kind} |dL/dQ_i|")
+        for scaled, label in ((False, "unscaled"), (True, "scaled"))
+        for kind in ("median", "rms")
+    }
+    panels = [
+        {"curves": both("std(S)"), "title": "std(S)", "xlabel": "d_k", "logx": True,
+         "logy": True},
+        {"curves": both("max A"), "title": "mean largest weight of a row", "xlabel": "d_k",
+         "logx": True},
+        {"curves": both("entropy"), "title": "mean row entropy", "xlabel": "d_k",
+         "logx": True},
+        {"curves": gradient, "title": "|dL/dQ_i| per row", "xlabel": "d_k", "logx": True,
+         "logy": True},
+    ]  # fmt: skip
+    return plot_curves(panels, title="softmax(Q K^T) at initialization, with and without sqrt(d_k)")
+
+
+def draw_heads(result: StudyResult):
+    """The held-out accuracy and the training loss of every run against the step."""
+    every = result.settings["eval every"]
+    accuracy = {
+        label.removesuffix(" accuracy"): ([every * (i + 1) for i in range(len(v))], v)
+        for label, v in result.curves.items()
+        if label.endswith(" accuracy")
+    }
+    losses = {
+        label.removesuffix(" loss"): v
+        for label, v in result.curves.items()
+        if label.endswith(" loss")
+    }
+    panels = [
+        {"curves": accuracy, "title": "held-out accuracy", "xlabel": "step"},
+        _loss_panel(losses, "training loss"),
+    ]
+    return plot_curves(panels, title="y_t = f(x_{t-1}, x_{t-3}) at equal d_model: 1, 2, 4 heads")
+
+
+def draw_qk(result: StudyResult):
+    """The training loss of each run, and the weight a position gives its left and its
+    right neighbour, for separate and tied W_Q, W_K."""
+    neighbours = {
+        row["W_K"]: ([f"{row['W_K']}\nleft", f"{row['W_K']}\nright"],
+                     [row["A to left"], row["A to right"]])
+        for row in result.rows
+    }  # fmt: skip
+    panels = [
+        _loss_panel(result.curves, "training loss, y_i = x_{i-1}"),
+        {"curves": neighbours, "title": "weight on x_{i-1} and x_{i+1}", "kind": "bar"},
+    ]
+    return plot_curves(panels, title="separate W_Q, W_K against tied (S = S^T)")
+
+
 DRAWINGS = {
     "depth": draw_depth,
     "ln": draw_ln,
     "paths": draw_paths,
     "scale": draw_scale,
     "time": draw_time,
+    "scaling": draw_scaling,
+    "heads": draw_heads,
+    "qk": draw_qk,
 }
 
 
