@@ -18,6 +18,7 @@ class TrainConfig:
 
     task: str = "grammar"
     data: str | None = None  # the text file of --task text
+    model: str = "gpt"  # one of MODELS; the encoder-decoders learn --task translate
     steps: int = 800
     batch_size: int = 32
     block_size: int | None = None
@@ -70,6 +71,11 @@ def check_settings(values, cls, source: str) -> None:
             )
 
 
+# "gpt": decoder-only; "seq2seq": the Transformer encoder-decoder; "<cell>" and
+# "<cell>-attn": the recurrent encoder-decoder (models.RNNSeq2Seq) without or with attention
+MODELS = ("gpt", "seq2seq", "rnn", "rnn-attn", "lstm", "lstm-attn", "gru", "gru-attn")
+SEQ2SEQ_TASKS = ("translate",)
+
 # settings that may change when a run is resumed; any other must match the run's config
 RESUMABLE = ("steps", "eval_every", "device", "data_parallel")
 
@@ -81,6 +87,7 @@ TASK_DEFAULTS: dict[str, dict] = {
     "reverse": {"batch_size": 64, "steps": 600},
     "sort": {"batch_size": 64, "steps": 800},
     "add": {"batch_size": 64, "steps": 3000, "eval_every": 500},
+    "translate": {"model": "seq2seq", "batch_size": 64, "steps": 600},
     "text": {"steps": 2000, "eval_every": 500},
 }
 
@@ -140,7 +147,28 @@ def check_config(config: TrainConfig) -> None:
         raise UsageError(f"--grad-clip must be positive, got {config.grad_clip}")
     if config.activation not in ("gelu", "gelu_tanh", "relu"):
         raise UsageError(f"--activation must be gelu, gelu_tanh or relu, got {config.activation!r}")
+    check_model(config)
     check_seed(config.seed)
+
+
+def check_model(config: TrainConfig) -> None:
+    """A UsageError unless the model fits the task: the encoder-decoders translate, the GPT
+    does everything else."""
+    if config.model not in MODELS:
+        raise UsageError(f"--model must be one of {', '.join(MODELS)}, got {config.model!r}")
+    seq2seq_task = config.task in SEQ2SEQ_TASKS
+    if config.model == "gpt" and seq2seq_task:
+        raise UsageError(
+            f"--task {config.task} needs an encoder-decoder: --model "
+            f"{' | '.join(MODELS[1:])} (not gpt)"
+        )
+    if config.model != "gpt" and not seq2seq_task:
+        raise UsageError(
+            f"--model {config.model} is an encoder-decoder for --task "
+            f"{' | '.join(SEQ2SEQ_TASKS)}; --task {config.task} trains --model gpt"
+        )
+    if config.model != "gpt" and config.data_parallel:
+        raise UsageError("--data-parallel is for --model gpt only")
 
 
 def check_seed(seed: int, option: str = "--seed") -> None:

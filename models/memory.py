@@ -21,7 +21,12 @@ FLOAT32 = 4  # bytes
 
 
 def parameter_count(config) -> int:
-    """The number of parameters of ``models.GPT(config)``, from its sizes alone."""
+    """The number of parameters of the model ``config`` describes (a GPT, Seq2Seq or
+    RNNSeq2Seq), from its sizes alone."""
+    if hasattr(config, "cell"):
+        return _rnn_seq2seq_parameters(config)
+    if not hasattr(config, "residual"):
+        return _seq2seq_parameters(config)
     d, d_ff = config.d_model, config.d_ff or 4 * config.d_model
     attention = 4 * (d * d + d)  # q, k, v and o projections with biases
     feedforward = d * d_ff + d_ff + d_ff * d + d
@@ -33,14 +38,44 @@ def parameter_count(config) -> int:
     return embeddings + blocks + final_norm + head
 
 
+def _seq2seq_parameters(config) -> int:
+    """Seq2Seq: two embeddings and positions per side, L encoder blocks (attention, FFN, two
+    norms), L decoder blocks (two attentions, FFN, three norms), final norms (pre-LN), head."""
+    d, d_ff = config.d_model, config.d_ff or 4 * config.d_model
+    attention = 4 * (d * d + d)
+    feedforward = d * d_ff + d_ff + d_ff * d + d
+    encoder_block = attention + feedforward + 2 * 2 * d
+    decoder_block = 2 * attention + feedforward + 3 * 2 * d
+    embeddings = 2 * (config.vocab_size + config.block_size) * d
+    final_norms = 2 * 2 * d if config.norm_first else 0
+    head = d * config.vocab_size + config.vocab_size
+    blocks = config.n_layers * (encoder_block + decoder_block)
+    return embeddings + blocks + final_norms + head
+
+
+def _rnn_seq2seq_parameters(config) -> int:
+    """RNNSeq2Seq: two embeddings, an encoder and a decoder of n_layers layers (g stacked
+    blocks per layer: 1 RNN, 4 LSTM, 3 GRU; W_ih, W_hh and two biases), W_c, head."""
+    d, gates = config.d_model, {"rnn": 1, "lstm": 4, "gru": 3}[config.cell]
+    layer = gates * d * (d + d) + 2 * gates * d
+    combine = 2 * d * d + d if config.attention else 0
+    head = d * config.vocab_size + config.vocab_size
+    return 2 * config.vocab_size * d + 2 * config.n_layers * layer + combine + head
+
+
 def activation_count(config, batch_size: int, block_size: int) -> int:
     """Floats kept for backward by one forward pass on a (batch_size, block_size) batch."""
     tokens = batch_size * block_size
-    d, d_ff = config.d_model, config.d_ff or 4 * config.d_model
+    if hasattr(config, "cell"):  # per step and layer, the gates and states of both sides
+        return 2 * config.n_layers * tokens * 8 * config.d_model + 3 * tokens * config.vocab_size
+    d_ff = getattr(config, "d_ff", None) or 4 * config.d_model
+    d = config.d_model
     per_block = (
         12 * tokens * d + 3 * tokens * d_ff + 3 * batch_size * config.n_heads * block_size**2
     )
-    return config.n_layers * per_block + 3 * tokens * config.vocab_size + 2 * tokens * d
+    # an encoder-decoder runs about 2.5 blocks' worth per layer: encoder, decoder, cross
+    blocks = config.n_layers * per_block * (1 if hasattr(config, "residual") else 2.5)
+    return int(blocks) + 3 * tokens * config.vocab_size + 2 * tokens * d
 
 
 def needed_bytes(config, batch_size: int, block_size: int, training: bool = True) -> dict:

@@ -2,6 +2,7 @@
 
 One step:  x, y = task.get_batch("train", ...)   (from an RNG seeded by (seed, step) alone)
            logits, loss = model(x, y);  loss.backward();  clip;  AdamW step;  schedule step
+           (an encoder-decoder on translate: src, tgt_in, y, and model(src, tgt_in, y))
            (--data-parallel: logits = nn.DataParallel(model)(x), then the loss of them)
 
 Every ``eval_every`` steps the loop measures the validation loss and the task's own metrics
@@ -43,7 +44,9 @@ from models.errors import TrainingDiverged, UsageError
 from models.gpt import GPT, GPTConfig, next_token_loss
 from models.memory import check_fits, parameter_count
 from models.plots import plot_loss
+from models.rnn_seq2seq import RNNSeq2Seq, RNNSeq2SeqConfig
 from models.run import RunDir
+from models.seq2seq import Seq2Seq, Seq2SeqConfig
 
 LOG_EVERY = 10  # steps between "train" records in metrics.jsonl
 VAL_BATCHES = 4  # batches averaged into one validation loss
@@ -91,9 +94,12 @@ def prepare_task(config: TrainConfig) -> tuple[Task, TrainConfig]:
     return task, replace(config, block_size=block_size, data=data)
 
 
-def model_config(config: TrainConfig, vocab_size: int) -> GPTConfig:
+def model_config(config: TrainConfig, vocab) -> GPTConfig | Seq2SeqConfig | RNNSeq2SeqConfig:
+    """The config of the model that --model names, sized for ``vocab``."""
+    if config.model != "gpt":
+        return seq2seq_config(config, vocab)
     return GPTConfig(
-        vocab_size=vocab_size,
+        vocab_size=len(vocab),
         block_size=config.block_size,
         d_model=config.d_model,
         n_heads=config.n_heads,
@@ -106,12 +112,46 @@ def model_config(config: TrainConfig, vocab_size: int) -> GPTConfig:
     )
 
 
-def make_optimizer(model: GPT, config: TrainConfig) -> optim.AdamW:
+def seq2seq_config(config: TrainConfig, vocab) -> Seq2SeqConfig | RNNSeq2SeqConfig:
+    special = {"pad_id": vocab.pad_id, "bos_id": vocab.bos_id, "eos_id": vocab.eos_id}
+    sizes = {"vocab_size": len(vocab), "block_size": config.block_size, "d_model": config.d_model}
+    if config.model == "seq2seq":
+        return Seq2SeqConfig(
+            **sizes,
+            n_heads=config.n_heads,
+            n_layers=config.n_layers,
+            d_ff=config.d_ff,
+            dropout=config.dropout,
+            norm_first=config.norm_first,
+            activation=config.activation,
+            **special,
+        )
+    cell, _, attention = config.model.partition("-")  # "lstm-attn" -> "lstm", "attn"
+    return RNNSeq2SeqConfig(
+        **sizes, n_layers=config.n_layers, cell=cell, attention="dot" if attention else None,
+        **special,
+    )  # fmt: skip
+
+
+# the model class of each config class, and the config class of each --model
+MODEL_CLASSES = {GPTConfig: GPT, Seq2SeqConfig: Seq2Seq, RNNSeq2SeqConfig: RNNSeq2Seq}
+
+
+def config_class(model: str) -> type:
+    return {"gpt": GPTConfig, "seq2seq": Seq2SeqConfig}.get(model, RNNSeq2SeqConfig)
+
+
+def build_model(config) -> nn.Module:
+    """The GPT, Seq2Seq or RNNSeq2Seq that ``config`` describes."""
+    return MODEL_CLASSES[type(config)](config)
+
+
+def make_optimizer(model: nn.Module, config: TrainConfig) -> optim.AdamW:
     """AdamW that decays the weight matrices only, not biases, LayerNorm gains or embeddings
     (as GPT-2 and nanoGPT do: pulling those towards zero regularizes nothing)."""
     decay, no_decay = [], []
     for name, param in model.named_parameters():
-        is_matrix = param.ndim >= 2 and not name.endswith(("tok_emb.weight", "pos_emb.weight"))
+        is_matrix = param.ndim >= 2 and not name.endswith("_emb.weight")  # tok_emb, pos_emb, ...
         (decay if is_matrix else no_decay).append(param)
     groups = [
         {"params": decay, "weight_decay": config.weight_decay},
@@ -213,12 +253,12 @@ class ResumableCosine(optim.lr_scheduler.WarmupCosine):
 
 
 class Trainer:
-    """A GPT, its AdamW and schedule, and how far training has got."""
+    """A model (GPT or encoder-decoder), its AdamW and schedule, and how far training has got."""
 
     def __init__(self, config: TrainConfig, task: Task, device: str):
         self.config, self.task, self.device = config, task, device
         mg.manual_seed(config.seed)
-        self.model = GPT(model_config(config, len(task.vocab))).to(device)
+        self.model = build_model(model_config(config, task.vocab)).to(device)
         # --data-parallel: each half of the batch on its own thread, the same gradients
         self.parallel = nn.DataParallel(self.model) if config.data_parallel else None
         self.optimizer = make_optimizer(self.model, config)
@@ -236,12 +276,12 @@ class Trainer:
         gradient norm that is not finite raises TrainingDiverged before the weights change."""
         c = self.config
         rng = batch_rng(c.seed, self.step)
-        x, y = self.task.get_batch("train", c.batch_size, c.block_size, rng)
+        *inputs, y = self.task.get_batch("train", c.batch_size, c.block_size, rng)
         if self.parallel is not None:  # the loss of the gathered logits (see nn.DataParallel)
-            logits, _ = self.parallel(self.tensor(x))
+            logits, _ = self.parallel(*map(self.tensor, inputs))
             loss = next_token_loss(logits, self.tensor(y))
         else:
-            _, loss = self.model(self.tensor(x), self.tensor(y))
+            _, loss = self.model(*map(self.tensor, inputs), self.tensor(y))
         value = loss.item()
         if not math.isfinite(value):
             raise self.diverged(f"the loss is {value}")
@@ -273,8 +313,8 @@ class Trainer:
         self.model.eval()
         with mg.no_grad():
             for _ in range(VAL_BATCHES):
-                x, y = self.task.get_batch("val", c.batch_size, c.block_size, rng)
-                losses.append(self.model(self.tensor(x), self.tensor(y))[1].item())
+                *inputs, y = self.task.get_batch("val", c.batch_size, c.block_size, rng)
+                losses.append(self.model(*map(self.tensor, inputs), self.tensor(y))[1].item())
         self.model.train()
         return float(np.mean(losses))
 
@@ -286,6 +326,8 @@ class Trainer:
 
     def samples(self) -> list[str]:
         """The task's sample prompts, each followed by the model's completion."""
+        if getattr(self.task, "seq2seq", False):  # "source -> translation"
+            return self.task.samples(self.model, self.device)
         prompts = self.task.sample_prompts()
         with preserved_rng(self.device):
             completions = complete(
@@ -401,7 +443,7 @@ def open_run(
     check_config(config)
     device = resolve_device(config.device)
     task, config = prepare_task(config)
-    model = model_config(config, len(task.vocab))
+    model = model_config(config, task.vocab)
     check_fits(model, config.batch_size, config.block_size, device)
     if resume is None:
         trainer = Trainer(config, task, device)
@@ -444,8 +486,9 @@ def train(
     progress: bool | None = None,
     echo: Callable[[str], None] = tqdm.write,
 ) -> TrainResult:
-    """Train a GPT on ``config.task``, into a new run folder (``out``, or
-    runs/<task>-<time>) or on from the run folder ``resume``.
+    """Train ``config.model`` (a GPT, or an encoder-decoder on translate) on
+    ``config.task``, into a new run folder (``out``, or runs/<task>-<time>) or on from the
+    run folder ``resume``.
 
     ``stop_at`` ends this call at that step, saving a checkpoint, as Ctrl-C would.
     ``progress=None`` shows the progress bar on a terminal only.

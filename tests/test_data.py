@@ -310,4 +310,4 @@ def test_make_task_refuses(name, data, message):
 
 
 def test_every_task_is_registered():
-    assert set(TASKS) == {"grammar", "copy", "reverse", "sort", "add", "text"}
+    assert set(TASKS) == {"grammar", "copy", "reverse", "sort", "add", "translate", "text"}

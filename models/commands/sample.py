@@ -11,8 +11,11 @@ from models.sample import sample
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "sample",
-        help="generate text with a trained run",
-        description="Print PROMPT followed by the characters the run's model generates.",
+        help="generate text (or translate a sentence) with a trained run",
+        description=(
+            "Print PROMPT followed by the characters the run's model generates; for a "
+            'translate run, the translation of PROMPT (e.g. --prompt "사과는 맛있다").'
+        ),
     )
     parser.add_argument("--run", required=True, metavar="DIR", help="a folder made by train")
     parser.add_argument("--prompt", default="\n", help="text to continue (default: a newline)")

@@ -1,4 +1,5 @@
-"""``minigrad train``: train a toy GPT on a built-in task or a text file."""
+"""``minigrad train``: train a toy GPT on a built-in task or a text file, or an
+encoder-decoder on translate."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from models.commands.options import (
     positive_int,
     probability,
 )
-from models.config import TrainConfig, config_for_task, resumed_config
+from models.config import MODELS, TrainConfig, config_for_task, resumed_config
 from models.data import TASKS
 from models.errors import UsageError
 from models.run import RunDir
@@ -46,6 +47,12 @@ def register(subparsers) -> None:
     )
 
     model = parser.add_argument_group("model")
+    model.add_argument(
+        "--model",
+        choices=list(MODELS),
+        help="gpt (default), or an encoder-decoder for --task translate: seq2seq (the "
+        "Transformer, its default), rnn / lstm / gru (last state only), *-attn (with attention)",
+    )
     model.add_argument(
         "--layers", dest="n_layers", type=positive_int, metavar="N", help="transformer blocks"
     )

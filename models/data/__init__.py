@@ -2,6 +2,7 @@
 
 grammar   Korean sentences "사과는 맛있다": the particle and the predicate follow the noun
 copy, reverse, sort, add   digit sequence tasks, scored by exact match
+translate Korean sentences into an English-like gloss, for encoder-decoders
 text      any UTF-8 file, character by character (``--data FILE``)
 """
 
@@ -12,6 +13,7 @@ from models.data.grammar import GrammarTask
 from models.data.sequences import AddTask, CopyTask, ReverseTask, SequenceTask, SortTask
 from models.data.task import IGNORE, Task, complete
 from models.data.text import TextTask
+from models.data.translate import TranslateTask, WordVocab, sentence_pairs
 from models.data.vocab import CharVocab
 from models.errors import UsageError
 
@@ -21,6 +23,7 @@ TASKS = {
     "reverse": ReverseTask,
     "sort": SortTask,
     "add": AddTask,
+    "translate": TranslateTask,
     "text": TextTask,
 }
 
@@ -51,6 +54,9 @@ __all__ = [
     "SortTask",
     "Task",
     "TextTask",
+    "TranslateTask",
+    "WordVocab",
     "complete",
     "make_task",
+    "sentence_pairs",
 ]
