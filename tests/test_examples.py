@@ -156,6 +156,29 @@ def test_06_rnn_lstm_attention(tmp_path):
     assert_png(tmp_path / "06_time" / "time.png")
 
 
+def test_08_seed_claims(tmp_path):
+    printed = run_example("08_seed_claims", tmp_path)
+    folder = tmp_path / "08_claims"
+
+    for name, figure in (("scaling", "sqrt_dk"), ("heads", "heads"), ("qk", "qk")):
+        assert re.search(rf"study {name}: (PASSED|FAILED) in", printed)
+        table = json.loads((folder / f"study_{name}.json").read_text())
+        assert table["name"] == name and table["rows"] and table["checks"]
+        assert_png(folder / f"{figure}.png")
+    assert len(re.findall(r"^claim: .+", printed, flags=re.M)) == 3
+    assert len(re.findall(r"^measured: .+", printed, flags=re.M)) == 3
+    assert "with a single attention head, averaging inhibits this" in printed
+    assert "influence between tokens is not symmetric" in printed
+    # exact at any size: the unscaled spread is sqrt(d_k) times the scaled one, and tied
+    # W_Q = W_K gives symmetric scores
+    rows = json.loads((folder / "study_scaling.json").read_text())["rows"]
+    for plain, scaled in zip(rows[: len(rows) // 2], rows[len(rows) // 2 :]):
+        ratio = plain["std(S)"] / scaled["std(S)"]
+        assert ratio == pytest.approx(plain["d_k"] ** 0.5, rel=1e-9)
+    qk = json.loads((folder / "study_qk.json").read_text())["rows"]
+    tied = next(row for row in qk if row["W_K"] == "tied")
+    assert tied["||S - S^T|| / ||S||"] < 1e-6
+
 def test_make_figures_writes_what_it_is_asked_for(tmp_path):
     """docs/make_figures.py regenerates the README's figures; its fastest one here."""
     completed = subprocess.run(

@@ -17,8 +17,8 @@ with separate matrices one offset (j = i - 1) can be preferred the same way ever
 
 The model is one single-head attention layer, X + softmax(S) V W_O, a LayerNorm and a linear
 readout; both variants train with Adam from the same seeds. The study reports the held-out
-accuracy, the weight a position gives its left and its right neighbour, and the trained
-scores' asymmetry ||S - S^T|| / ||S|| (Frobenius norms; 0 for symmetric S).
+accuracy, the weight a position gives its left neighbour, its right one and itself, and
+the trained scores' asymmetry ||S - S^T|| / ||S|| (Frobenius norms; 0 for symmetric S).
 """
 
 from __future__ import annotations
@@ -103,6 +103,7 @@ def evaluate(model, x: np.ndarray, y: np.ndarray) -> dict:
         "accuracy": float((logits.argmax(axis=-1)[counted] == y[counted]).mean()),
         "A to left": float(weights[:, inner, inner - 1].mean()),
         "A to right": float(weights[:, inner, inner + 1].mean()),
+        "A to self": float(weights[:, inner, inner].mean()),
         "||S - S^T|| / ||S||": asymmetry(scores),
     }
 
@@ -198,6 +199,7 @@ def qk(
             "accuracy",
             "A to left",
             "A to right",
+            "A to self",
             "||S - S^T|| / ||S||",
             "accuracy per seed",
         ],
@@ -214,12 +216,17 @@ def qk(
             "model": "1 bidirectional single-head attention layer, learned positions",
         },
         notes=[
-            "Accuracy counts positions 1 .. T-1 of 256 held-out sequences; 'A to left' and "
-            "'A to right' are the mean weights a position 1 .. T-2 gives x_{i-1} and x_{i+1}.",
-            "A symmetric S is not bound to 50%: the first position has no left neighbour and "
-            "the last no right one, and a chain of scores that falls along the sequence lets "
-            "every row prefer its left. What symmetry forbids is one rule for all positions: "
-            "the preference has to be bought position by position.",
+            "Accuracy counts positions 1 .. T-1 of 256 held-out sequences; 'A to left', "
+            "'A to right' and 'A to self' are the mean weights a position 1 .. T-2 gives "
+            "x_{i-1}, x_{i+1} and x_i.",
+            "A symmetric S is not bound to 50% between the two neighbours: a chain of scores "
+            "that falls along the sequence lets every row prefer its left. What symmetry "
+            "forbids is one rule for all positions (S_ij = g(i - j) with g(-1) > g(1)); the "
+            "preference has to be bought position by position. Tied and without biases, S is "
+            "also a Gram matrix, S = Z Z^T / sqrt(d) with Z = LN(X) W, so S_ij <= (S_ii + "
+            "S_jj) / 2: a row beats its own diagonal only where the neighbour's S_jj is larger. "
+            "The weight the tied model does not put on the left goes to the position itself "
+            "('A to self'), not to the right.",
         ],
         curves=curves,
     )

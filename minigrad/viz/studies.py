@@ -226,18 +226,19 @@ def draw_heads(result: StudyResult):
 
 
 def draw_qk(result: StudyResult):
-    """The training loss of each run, and the weight a position gives its left and its
-    right neighbour, for separate and tied W_Q, W_K."""
+    """The training loss of each run, and the weight a position gives its left neighbour,
+    its right one and itself, for separate and tied W_Q, W_K."""
+    sides = ("left", "right", "self")
     neighbours = {
-        row["W_K"]: ([f"{row['W_K']}\nleft", f"{row['W_K']}\nright"],
-                     [row["A to left"], row["A to right"]])
+        row["W_K"]: ([f"{row['W_K']}\n{side}" for side in sides],
+                     [row[f"A to {side}"] for side in sides])
         for row in result.rows
     }  # fmt: skip
     panels = [
         _loss_panel(result.curves, "training loss, y_i = x_{i-1}"),
-        {"curves": neighbours, "title": "weight on x_{i-1} and x_{i+1}", "kind": "bar"},
+        {"curves": neighbours, "title": "weight on x_{i-1}, x_{i+1} and x_i", "kind": "bar"},
     ]
-    return plot_curves(panels, title="separate W_Q, W_K against tied (S = S^T)")
+    return plot_curves(panels, title="separate W_Q, W_K against tied (S = S^T)", width=5.4)
 
 
 DRAWINGS = {
@@ -266,14 +267,26 @@ def has_matplotlib() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
+# a figure's file name where the study's own would clash (docs/scaling.png is the step-time
+# benchmark's plot)
+FIGURE_NAMES = {"scaling": "sqrt_dk"}
+
+
+def figure_name(name: str) -> str:
+    """The file name (without suffix) of study ``name``'s figure: the name itself, or its
+    entry in ``FIGURE_NAMES``."""
+    return FIGURE_NAMES.get(name, name)
+
+
 def save_study(result: StudyResult, out_dir: str | Path, figure_format: str = "png") -> list[Path]:
     """Write ``study_<name>.md``, ``study_<name>.json`` and the figure ``<name>.<format>``
-    (png, svg or pdf) under ``out_dir``; return their paths. Without matplotlib the figure
-    is left out and the tables are written all the same."""
+    (png, svg or pdf; ``figure_name`` gives the name) under ``out_dir``; return their paths.
+    Without matplotlib the figure is left out and the tables are written all the same."""
     files = result.write(out_dir)
     if has_matplotlib():
         figure = draw_study(result)
-        files.append(save_figure(figure, Path(out_dir) / f"{result.name}.{figure_format}"))
+        path = Path(out_dir) / f"{figure_name(result.name)}.{figure_format}"
+        files.append(save_figure(figure, path))
     return files
 
 
