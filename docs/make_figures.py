@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))  # models/ is imported from the checkout, like the
 from minigrad import study  # noqa: E402
 from minigrad.viz.studies import save_study  # noqa: E402
 from models.commands.graph import write_docs_figure  # noqa: E402
+from models.commands.study import study_options  # noqa: E402
 
 FIGURES = ("graph", "attention", "explorer", *study.STUDIES)
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"  # Debian's packages
@@ -133,7 +134,7 @@ def screenshot_explorer(page: Path, png: Path) -> Path:
 
 
 def study_figure(name: str, out: Path) -> list[Path]:
-    result = study.run(name)
+    result = study.run(name, **study_options(name))
     print(f"study {name}: {'PASSED' if result.passed else 'FAILED'} in {result.seconds:.1f} s")
     return save_study(result, out)
 

@@ -15,8 +15,11 @@ same studies run from the shell as ``minigrad study NAME``.
     scaling scores divided by sqrt(d_k) or not: spread, saturation, gradient to Q at init
     heads   1, 2 or 4 heads at equal d_model on a task that needs two relations at once
     qk      separate W_Q, W_K against tied ones (symmetric scores) on a directional task
+    sequential  RNN, LSTM and Transformer as T grows: steps in a row, saved bytes, time
+    bottleneck  last-state LSTM, LSTM + attention, Transformer: accuracy against length
 """
 
+from minigrad.study.bottleneck import bottleneck
 from minigrad.study.common import Check, StudyResult
 from minigrad.study.depth import depth
 from minigrad.study.heads import heads
@@ -25,10 +28,12 @@ from minigrad.study.paths import paths
 from minigrad.study.qk import qk
 from minigrad.study.scale import scale
 from minigrad.study.scaling import scaling
+from minigrad.study.sequential import sequential
 from minigrad.study.time import time
 
 STUDIES = {"depth": depth, "ln": ln, "paths": paths, "scale": scale, "time": time}
 STUDIES.update(scaling=scaling, heads=heads, qk=qk)
+STUDIES.update(sequential=sequential, bottleneck=bottleneck)
 
 
 def run(name: str, **options) -> StudyResult:
@@ -42,6 +47,7 @@ __all__ = [
     "Check",
     "STUDIES",
     "StudyResult",
+    "bottleneck",
     "depth",
     "heads",
     "ln",
@@ -50,5 +56,6 @@ __all__ = [
     "run",
     "scale",
     "scaling",
+    "sequential",
     "time",
 ]

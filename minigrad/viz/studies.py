@@ -241,6 +241,42 @@ def draw_qk(result: StudyResult):
     return plot_curves(panels, title="separate W_Q, W_K against tied (S = S^T)", width=5.4)
 
 
+def draw_sequential(result: StudyResult):
+    """Against T: the graph depth (ops in a row), the bytes saved for backward, and the
+    step time (forward + backward), one curve per model."""
+    models = list(dict.fromkeys(row["model"] for row in result.rows))
+
+    def curves(key):
+        chosen = {m: [r for r in result.rows if r["model"] == m] for m in models}
+        return {m: ([r["T"] for r in rows], [r[key] for r in rows]) for m, rows in chosen.items()}
+
+    panels = [
+        {"curves": curves(key), "title": title, "xlabel": "T", "logx": True, "logy": True}
+        for key, title in (
+            ("graph depth", "graph depth: ops in a row"),
+            ("saved KB", "saved for backward (KB)"),
+            ("step ms", "forward + backward (ms)"),
+        )
+    ]
+    return plot_curves(panels, title="recurrence is sequential: cost against sequence length T")
+
+
+def draw_bottleneck(result: StudyResult):
+    """Token accuracy against length, one panel per task, one curve per model."""
+    tasks = list(dict.fromkeys(row["task"] for row in result.rows))
+    models = list(dict.fromkeys(row["model"] for row in result.rows))
+    panels = []
+    for task in tasks:
+        rows = [r for r in result.rows if r["task"] == task]
+        curves = {}
+        for model in models:
+            chosen = [r for r in rows if r["model"] == model]
+            curves[model] = ([r["length"] for r in chosen], [r["token acc"] for r in chosen])
+        panels.append({"curves": curves, "title": task, "xlabel": "length",
+                       "ylabel": "token accuracy", "logx": True})  # fmt: skip
+    return plot_curves(panels, title="the last-state bottleneck: accuracy against length")
+
+
 DRAWINGS = {
     "depth": draw_depth,
     "ln": draw_ln,
@@ -250,6 +286,8 @@ DRAWINGS = {
     "scaling": draw_scaling,
     "heads": draw_heads,
     "qk": draw_qk,
+    "sequential": draw_sequential,
+    "bottleneck": draw_bottleneck,
 }
 
 

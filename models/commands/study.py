@@ -46,6 +46,15 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
+def study_options(name: str) -> dict:
+    """What a study takes from models/: ``bottleneck`` also measures the translate task."""
+    if name != "bottleneck":
+        return {}
+    from models.data.translate import sentence_pairs
+
+    return {"extra_tasks": {"translate": sentence_pairs}}
+
+
 def run(args: argparse.Namespace) -> int:
     names = sorted(mg.study.STUDIES) if args.name == "all" else [args.name]
     for seed in args.seeds or ():
@@ -54,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     check_writable(Path(args.out), "--out")  # before minutes of work, not after
     failed = []
     for name in names:
-        result = mg.study.run(name, **options)
+        result = mg.study.run(name, **options, **study_options(name))
         print(result.to_markdown())
         try:
             paths = save_study(result, args.out)
