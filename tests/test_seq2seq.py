@@ -383,3 +383,26 @@ def test_loss_is_cross_entropy_over_the_unpadded_targets():
     flat = logits.reshape(-1, 12)
     expected = F.cross_entropy(flat[mg.tensor(np.flatnonzero(kept))], targets.reshape(-1)[kept])
     np.testing.assert_allclose(loss.item(), expected.item(), rtol=1e-6)
+
+
+def test_draw_graph_marks_the_decoder_reading_the_encoder():
+    """The encoder's output enters each decoder block's k_proj and v_proj: 2 edges per block,
+    drawn in their own style; a GPT's self-attention has none."""
+    from minigrad.viz.graph import collect_graph, cross_attention_edges
+    from models import GPT, GPTConfig
+
+    model = seq2seq(True)
+    src, tgt_in, targets = batch()
+    _, loss = model(src, tgt_in, targets)
+    memory, _ = model.encode(src)
+    edges = cross_attention_edges(collect_graph(loss))
+    assert len(edges) == 2 * 2
+    assert all(edge.tensor.shape == memory.shape for edge in edges)
+    source = mg.viz.draw_graph(loss, params=model, fold_repeated=False).source
+    assert source.count('class="cross-attention"') == 4
+    assert "encoder → K, V" in source
+
+    gpt = GPT(GPTConfig(vocab_size=12, block_size=8, d_model=16, n_heads=2, n_layers=2))
+    _, gpt_loss = gpt(src, src)
+    assert cross_attention_edges(collect_graph(gpt_loss)) == []
+    assert "cross-attention" not in mg.viz.draw_graph(gpt_loss, params=gpt).source

@@ -16,6 +16,9 @@ What the picture shows:
   backward inside ``record_grads()`` each arrow is labelled with the norm of the gradient
   that went along *that* arrow, and coloured on a log scale (legend). A tensor read twice,
   like the ``x`` of ``x + F(x)``, gets two different gradients: both are shown;
+- in an encoder-decoder, the edges that carry the encoder's output into each
+  cross-attention's K and V projections dashed and teal, labelled "encoder → K, V": where the
+  decoder reads the encoder;
 - shortcut edges (``viz.find_shortcuts``) thick, doubled and labelled "shortcut"; the nodes
   on the residual stream share a graphviz ``group``, so the stream runs straight down and
   the branches it skips sit beside it, in their own boxes;
@@ -33,7 +36,7 @@ import graphviz
 from minigrad.tensor import Tensor
 from minigrad.viz.equations import equation_labels
 from minigrad.viz.expand import input_names, recipe_for
-from minigrad.viz.graph import collect_graph
+from minigrad.viz.graph import collect_graph, cross_attention_edges
 from minigrad.viz.layout import Arrow, Item, Layout, lay_out
 from minigrad.viz.modules import Folding, build_call_tree, fold_repeats, module_names
 from minigrad.viz.shortcuts import shortcuts_in
@@ -41,6 +44,7 @@ from minigrad.viz.shortcuts import shortcuts_in
 # plasma, without its palest end (it must show on white): small gradients dark, large bright
 PALETTE = ("#0d0887", "#6a00a8", "#b12a90", "#e16462", "#f89540")
 SHORTCUT_COLOUR = "#e6550d"
+CROSS_COLOUR = "#0f8b8d"  # the decoder reading the encoder
 NO_GRAD_COLOUR = "#b0b0b0"
 DECADES = 4  # the colour scale spans at most 10^4
 FILL = {
@@ -95,6 +99,7 @@ def draw_graph(
         show_saved_bytes,
         expand_fused,
     )
+    drawing.cross = {(id(edge.head), edge.position) for edge in cross_attention_edges(graph)}
     no_grads = show_grads and not graph.has_grads
     title = _title(output, len(graph.nodes), len(shortcuts), no_grads)
     return drawing.digraph(title, show_grads, max_nodes)
@@ -219,6 +224,7 @@ class _Drawing:
         self.layout, self.param_names, self.equations = layout, param_names, equations
         self.scale, self.highlight, self.clusters = scale, highlight, clusters
         self.saved_bytes, self.expand = saved_bytes, expand
+        self.cross = set()  # (id(head), position) of the edges from an encoder into K and V
         self.stream = set()  # keys of the items on the residual stream
         self.sums = set()  # keys of the Add nodes that shortcuts enter
         for arrow in layout.arrows:
@@ -447,6 +453,16 @@ class _Drawing:
                 label="".join(f"   {row}\\l" for row in rows),
                 **{"class": "shortcut"},
             )
+        elif any((id(edge.head), edge.position) in self.cross for edge in arrow.edges):
+            attrs.update(  # one colour whatever the gradient: the label holds its norm
+                color=CROSS_COLOUR,
+                style="dashed",
+                penwidth="2.0",
+                fontcolor=CROSS_COLOUR,
+                label="\\n".join(["encoder → K, V", *rows]),
+                tooltip="cross-attention: the decoder's keys and values from the encoder",
+                **{"class": "cross-attention"},
+            )
         elif arrow.branch is not None and self.highlight:
             attrs.update(penwidth="1.6", **{"class": "branch"})
         elif not arrow.edges:
@@ -460,6 +476,11 @@ class _Drawing:
                 f'<tr><td align="left"><font color="{SHORTCUT_COLOUR}"><b>═══ shortcut</b>'
                 "</font>: y = x + F(x); backward hands dL/dy to x unchanged (the I of "
                 "I + dF/dx)</td></tr>"
+            )
+        if self.cross:
+            rows.append(
+                f'<tr><td align="left"><font color="{CROSS_COLOUR}"><b>- - encoder → K, V</b>'
+                "</font>: cross-attention, the decoder reading the encoder's output</td></tr>"
             )
         if self.scale is not None:
             rows.append(

@@ -90,3 +90,43 @@ def collect_graph(output: Tensor) -> Graph:
                 seen_leaves.add(id(arg))
                 graph.leaves.append(arg)
     return graph
+
+
+def cross_attention_edges(graph: Graph) -> list:
+    """The edges where a decoder reads an encoder: the tensor that enters the key and value
+    projections of an attention call whose queries come from another tensor (the ``memory``
+    of ``MultiHeadAttention(x, memory=memory)``). Found from the module calls that
+    ``nn.Module`` records on the nodes; attention without ``q_proj``/``k_proj``/``v_proj``
+    submodules has none."""
+    ranges: dict = {}  # id(module) -> (module, [(start, end), ...]) of its calls
+    for node in graph.nodes:
+        for record in node.__dict__.get("module_calls", ()):
+            module = record.module()
+            if module is not None:
+                ranges.setdefault(id(module), (module, []))[1].append((record.start, record.end))
+    found = []
+    for module, calls in ranges.values():
+        projections = [getattr(module, name, None) for name in ("q_proj", "k_proj", "v_proj")]
+        if any(id(p) not in ranges for p in projections):
+            continue
+        for start, end in calls:
+            q, k, v = (_inputs_of(graph, _call_within(ranges[id(p)][1], start, end))
+                       for p in projections)  # fmt: skip
+            found += [edge for edge in k + v if all(edge.tensor is not e.tensor for e in q)]
+    return found
+
+
+def _call_within(calls: list, start: int, end: int) -> tuple:
+    return next(((s, e) for s, e in calls if start <= s and e <= end), (start, start))
+
+
+def _inputs_of(graph: Graph, span: tuple) -> list:
+    """The edges that bring a tensor made before the call ``span`` (not a parameter) in."""
+    start, end = span
+    return [
+        edge
+        for edge in graph.edges
+        if start <= edge.head.seq < end
+        and edge.tensor.grad_fn is not None
+        and edge.tensor.grad_fn.seq < start
+    ]
