@@ -23,6 +23,10 @@ What it writes, and the minigrad function that draws it:
                                gradient against depth with and without residuals, post-LN
                                against pre-LN, path lengths, scaled shortcuts, through time
                                (viz.studies)
+    sqrt_dk.png, heads.png, qk.png and their study_<name>.md/.json
+                               the studies of the claims about attention: scores divided by
+                               sqrt(d_k) or not (study scaling), one head against several,
+                               separate W_Q, W_K against tied ones (viz.studies)
 
 Every figure comes from fixed seeds, so running the script again redraws the same pictures.
 """
