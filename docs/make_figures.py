@@ -27,6 +27,11 @@ What it writes, and the minigrad function that draws it:
                                the studies of the claims about attention: scores divided by
                                sqrt(d_k) or not (study scaling), one head against several,
                                separate W_Q, W_K against tied ones (viz.studies)
+    sequential.png, bottleneck.png and their study_<name>.md/.json
+                               the RNN/LSTM write-up's claims: ops in a row, saved bytes
+                               and step time as T grows; accuracy against length for the
+                               last-state LSTM, attention and the Transformer (copy and
+                               translate)
 
 Every figure comes from fixed seeds, so running the script again redraws the same pictures.
 """

@@ -272,8 +272,10 @@ def draw_bottleneck(result: StudyResult):
         for model in models:
             chosen = [r for r in rows if r["model"] == model]
             curves[model] = ([r["length"] for r in chosen], [r["token acc"] for r in chosen])
+        lengths = [r["length"] for r in rows]
+        wide = max(lengths) >= 8 * min(lengths)  # a log axis for 4 .. 32, not for 2 .. 8
         panels.append({"curves": curves, "title": task, "xlabel": "length",
-                       "ylabel": "token accuracy", "logx": True})  # fmt: skip
+                       "ylabel": "token accuracy", "logx": wide})  # fmt: skip
     return plot_curves(panels, title="the last-state bottleneck: accuracy against length")
 
 
