@@ -156,6 +156,20 @@ def test_06_rnn_lstm_attention(tmp_path):
     assert_png(tmp_path / "06_time" / "time.png")
 
 
+def test_07_translate_with_attention(tmp_path):
+    printed = run_example("07_translate_with_attention", tmp_path)
+
+    assert "trained 40 steps" in printed
+    for name in ("exact_match =", "token_acc ="):
+        assert 0.0 <= number_after(name, printed) <= 1.0
+    assert "(the reference: small cat eats red apple)" in printed
+    rows = printed.split("the decoder looks most at:")[1].splitlines()[1:7]
+    assert [row.split()[0] for row in rows] == ["small", "cat", "eats", "red", "apple", "</s>"]
+    for row in rows:
+        assert 0.0 < number_after("weight", row) <= 1.0
+    assert_png(tmp_path / "07_cross_attention.png")
+
+
 def test_08_seed_claims(tmp_path):
     printed = run_example("08_seed_claims", tmp_path)
     folder = tmp_path / "08_claims"

@@ -28,7 +28,7 @@ def maker() -> dict:
 
 def test_there_is_one_notebook_per_example():
     scripts = sorted(path.stem for path in (ROOT / "examples").glob("0*_*.py"))
-    assert NOTEBOOKS == scripts and len(scripts) == 7
+    assert NOTEBOOKS == scripts and len(scripts) == 8
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

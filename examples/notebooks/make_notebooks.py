@@ -94,6 +94,11 @@ mg.viz.explore(loss, params=model, tokens=display_tokens(text[:-1]))"""),
          "from IPython.display import Image\n\n"
          "Image(filename=str(Path(OUT) / \"06_time\" / \"time.png\"))"),
     ],
+    "07_translate_with_attention": [
+        ("draw_cross_attention(", "The cross-attention map, inline: the row of *eats* "
+         "lights up at 먹는다, the last Korean word, then *red* and *apple* go back.",
+         "from IPython.display import Image\n\nImage(filename=str(path))"),
+    ],
 }  # fmt: skip
 
 OPTIONS = {"args.quick": "QUICK", "args.out": "OUT", "args.steps": "STEPS"}
