@@ -12,6 +12,9 @@ What it writes, and the minigrad function that draws it:
                                (examples/04_train_toy_gpt.py, 250 steps), on "사과는 맛있다",
                                the layer whose head looks back at the noun most (viz.plots)
     grammar_loss.png           that run's loss curve (models.plots)
+    cross_attention.png        the cross-attention of a Seq2Seq trained on translate
+                               (examples/07_translate_with_attention.py, 400 steps): gloss
+                               words against Korean words, the verb looking back last
     explorer.png, explorer.html
                                the explorer page (viz.explore) of that model on "사과는 맛있다"
                                after one backward pass, stepped to where the gradient has come
@@ -55,7 +58,7 @@ from minigrad.viz.studies import save_study  # noqa: E402
 from models.commands.graph import write_docs_figure  # noqa: E402
 from models.commands.study import study_options  # noqa: E402
 
-FIGURES = ("graph", "attention", "explorer", *study.STUDIES)
+FIGURES = ("graph", "attention", "cross_attention", "explorer", *study.STUDIES)
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"  # Debian's packages
 
 
@@ -72,6 +75,14 @@ def attention_figure(out: Path) -> list[Path]:
         loss = Path(shutil.copy(Path(folder) / "04_loss.png", out / "grammar_loss.png"))
     attention = example["draw_noun_attention"](model, vocab, out / "attention_grammar.png")
     return [attention, loss]
+
+
+def cross_attention_figure(out: Path) -> list[Path]:
+    """The model of examples/07_translate_with_attention.py (translate, 400 steps) and its
+    cross-attention on 작은 고양이가 빨간 사과를 먹는다, drawn by that example's functions."""
+    example = runpy.run_path(str(ROOT / "examples" / "07_translate_with_attention.py"))
+    model, vocab = example["train_translate"]()
+    return [example["draw_cross_attention"](model, vocab, out / "cross_attention.png")]
 
 
 def headless_chromium(width: int = 1500, height: int = 1000):
@@ -164,6 +175,8 @@ def main(argv: list[str] | None = None) -> None:
             written = graph_figure(out)
         elif name == "attention":
             written = attention_figure(out)
+        elif name == "cross_attention":
+            written = cross_attention_figure(out)
         elif name == "explorer":
             written = explorer_figure(out)
         else:
