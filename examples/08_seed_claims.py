@@ -1,4 +1,4 @@
-"""08 - The claims of the Transformer write-ups, measured: sqrt(d_k), heads, separate Q and K.
+"""08 - The claims of the RNN/LSTM and Transformer write-ups, measured: five studies.
 
 The write-ups make claims a learner can run and see. Each study of ``minigrad.study``
 measures one, states beforehand what would confirm it (its criterion), and keeps every
@@ -16,10 +16,16 @@ What to look at:
 * ``qk``: "Q and K are separate matrices because influence between tokens is not
   symmetric". With W_Q = W_K the scores are symmetric, S = S^T, exactly; on "output the
   token to your left" that costs accuracy.
+* ``sequential``: "RNNs and LSTMs process tokens in order, so they cannot be parallelised".
+  The chain of ops an LSTM's backward must walk grows with T; a Transformer's does not. The
+  LSTM's gates cost it memory and time against a plain RNN.
+* ``bottleneck``: "an LSTM encoder-decoder passes on only its last hidden state, so
+  information is lost". Accuracy against length for the last-state LSTM, the same with
+  attention over the encoder states, and the Transformer encoder-decoder.
 
 Run:  python examples/08_seed_claims.py [--quick] [--out DIR]
-      (the defaults take about a minute on 2 cores; --quick a few seconds, and its numbers
-      mean little)
+      (the defaults take a few minutes on 2 cores, most of it bottleneck's training;
+      --quick a few seconds, and its numbers mean little)
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from pathlib import Path
 
 from minigrad import study
 from minigrad.viz.studies import save_study
+from models.data.translate import sentence_pairs
 
 CLAIMS = {
     "scaling": (
@@ -45,14 +52,40 @@ CLAIMS = {
         "Q and K are separate matrices because influence between tokens is not symmetric: "
         "는 shapes 사과, but not the other way round."
     ),
+    "sequential": (
+        "RNNs and LSTMs process tokens in order, so they cannot be parallelised, and "
+        "training is slow. The gates cost memory and compute."
+    ),
+    "bottleneck": (
+        "In machine translation, an LSTM encoder-decoder passes on only its last hidden "
+        "state, so information is lost. Attention was introduced to fix that, and the "
+        "Transformer keeps only attention."
+    ),
 }
-# each study's own defaults: about a minute for all three on 2 cores
-DEFAULTS = {"scaling": {}, "heads": {}, "qk": {}}
+# each study's own defaults (bottleneck also on the translate task, as `minigrad study` runs it)
+DEFAULTS = {
+    "scaling": {},
+    "heads": {},
+    "qk": {},
+    "sequential": {},
+    "bottleneck": dict(extra_tasks={"translate": sentence_pairs}),
+}
 # seconds: every step runs, the trained numbers mean little (used by the tests)
 QUICK_SETTINGS = {
     "scaling": dict(seeds=(0,), d_ks=(4, 64, 1024), length=16, batch=4),
     "heads": dict(seeds=(0,), steps=40, every=10),
     "qk": dict(seeds=(0,), steps=40),
+    "sequential": dict(lengths=(4, 8, 16), width=8, layers=2, n_heads=2, batch=2, repeats=1),
+    "bottleneck": dict(
+        lengths=(2, 4),
+        extra_tasks={"translate": sentence_pairs},
+        extra_lengths=(2, 3),
+        width=8,
+        steps=3,
+        batch=4,
+        sentences=20,
+        test=6,
+    ),
 }
 
 
@@ -93,9 +126,47 @@ def measured_qk(result) -> str:
     )
 
 
+def measured_sequential(result) -> str:
+    """Graph depth, saved memory and step time at the shortest and the longest T."""
+    lengths = sorted({r["T"] for r in result.rows})
+    first, last = lengths[0], lengths[-1]
+
+    def span(model, key):
+        values = {r["T"]: r[key] for r in result.rows if r["model"] == model}
+        return f"{values[first]:.3g} -> {values[last]:.3g}"
+
+    models = dict.fromkeys(r["model"] for r in result.rows)
+    return f"T {first} -> {last}: " + "; ".join(
+        f"{m} graph depth {span(m, 'graph depth')}, saved KB {span(m, 'saved KB')}, "
+        f"step ms {span(m, 'step ms')}"
+        for m in models
+    )
+
+
+def measured_bottleneck(result) -> str:
+    """Token accuracy at the shortest and the longest length, per task and model."""
+    parts = []
+    for task in dict.fromkeys(r["task"] for r in result.rows):
+        rows = [r for r in result.rows if r["task"] == task]
+        first, last = min(r["length"] for r in rows), max(r["length"] for r in rows)
+        accuracy = {(r["model"], r["length"]): r["token acc"] for r in rows}
+        models = dict.fromkeys(r["model"] for r in rows)
+        spans = ", ".join(
+            f"{m} {accuracy[m, first]:.2f} -> {accuracy[m, last]:.2f}" for m in models
+        )
+        parts.append(f"{task}, length {first} -> {last}: {spans}")
+    return "; ".join(parts)
+
+
 def measured(result) -> str:
     """What a study measured, in one line."""
-    describe = {"scaling": measured_scaling, "heads": measured_heads, "qk": measured_qk}
+    describe = {
+        "scaling": measured_scaling,
+        "heads": measured_heads,
+        "qk": measured_qk,
+        "sequential": measured_sequential,
+        "bottleneck": measured_bottleneck,
+    }
     return describe[result.name](result)
 
 

@@ -174,15 +174,18 @@ def test_08_seed_claims(tmp_path):
     printed = run_example("08_seed_claims", tmp_path)
     folder = tmp_path / "08_claims"
 
-    for name, figure in (("scaling", "sqrt_dk"), ("heads", "heads"), ("qk", "qk")):
+    figures = {"scaling": "sqrt_dk", "heads": "heads", "qk": "qk",
+               "sequential": "sequential", "bottleneck": "bottleneck"}  # fmt: skip
+    for name, figure in figures.items():
         assert re.search(rf"study {name}: (PASSED|FAILED) in", printed)
         table = json.loads((folder / f"study_{name}.json").read_text())
         assert table["name"] == name and table["rows"] and table["checks"]
         assert_png(folder / f"{figure}.png")
-    assert len(re.findall(r"^claim: .+", printed, flags=re.M)) == 3
-    assert len(re.findall(r"^measured: .+", printed, flags=re.M)) == 3
+    assert len(re.findall(r"^claim: .+", printed, flags=re.M)) == 5
+    assert len(re.findall(r"^measured: .+", printed, flags=re.M)) == 5
     assert "with a single attention head, averaging inhibits this" in printed
     assert "influence between tokens is not symmetric" in printed
+    assert "passes on only its last hidden state, so information is lost" in printed
     # exact at any size: the unscaled spread is sqrt(d_k) times the scaled one, and tied
     # W_Q = W_K gives symmetric scores
     rows = json.loads((folder / "study_scaling.json").read_text())["rows"]
