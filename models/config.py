@@ -167,6 +167,8 @@ def check_model(config: TrainConfig) -> None:
             f"--model {config.model} is an encoder-decoder for --task "
             f"{' | '.join(SEQ2SEQ_TASKS)}; --task {config.task} trains --model gpt"
         )
+    if config.model != "gpt" and not config.residual:
+        raise UsageError("--no-residual is for --model gpt only")
     if config.model != "gpt" and config.data_parallel:
         raise UsageError("--data-parallel is for --model gpt only")
 

@@ -140,6 +140,8 @@ def test_models_must_fit_the_task():
         train(config_for_task("translate", model="gpt", steps=1))
     with pytest.raises(UsageError, match="encoder-decoder for --task translate"):
         train(config_for_task("copy", model="lstm", steps=1))
+    with pytest.raises(UsageError, match="--no-residual is for --model gpt"):
+        train(config_for_task("translate", residual=False, steps=1))
 
 
 @pytest.mark.parametrize("model", ["seq2seq", "lstm-attn"])
@@ -159,3 +161,6 @@ def test_train_resume_and_sample_translate(tmp_path, capsys, model):
     assert all(word in TranslateTask().vocab.stoi for word in words)
     assert main(["sample", "--run", str(run), "--prompt", "사과는 맛있어"]) == 2
     assert "맛있어" in capsys.readouterr().err
+    for command in ("graph", "explore"):  # GPT runs only: one line, exit 2
+        assert main([command, "--run", str(run), "--out", str(tmp_path / "g.svg")]) == 2
+        assert "encoder-decoder" in capsys.readouterr().err

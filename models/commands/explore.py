@@ -67,6 +67,11 @@ def run(args: argparse.Namespace) -> int:
     mg.manual_seed(args.seed)
     model, task_name, data = _model(args)
     task = make_task(task_name, data)
+    if getattr(task, "seq2seq", False):
+        raise UsageError(
+            f"--run: a {task_name} run holds an encoder-decoder; this command reads GPT runs "
+            "(draw an encoder-decoder's graph in code with mg.viz.draw_graph)"
+        )
     x, y = _sequence(args, model, task)
     model.eval()  # no dropout: the page shows what the model computes
     _, loss = model(x[None], y[None])

@@ -85,6 +85,11 @@ def run(args: argparse.Namespace) -> int:
     mg.manual_seed(args.seed)
     model, task_name, data = _model(args)
     task = make_task(task_name, data)
+    if getattr(task, "seq2seq", False):
+        raise UsageError(
+            f"--run: a {task_name} run holds an encoder-decoder; this command reads GPT runs "
+            "(draw an encoder-decoder's graph in code with mg.viz.draw_graph)"
+        )
     block_size = args.block_size or min(model.config.block_size, task.default_block_size)
     if block_size > model.config.block_size:
         raise UsageError(
