@@ -102,8 +102,26 @@ def _size(shape, size, name: str) -> tuple:
     return shape
 
 
-def _filled(fill, shape, dtype, device, requires_grad):
-    array = backend.xp_for(_device(device)).full(shape, fill, dtype=np.dtype(dtype or np.float32))
+def _dtype(dtype, name: str) -> np.dtype:
+    """``dtype`` (None: float32) as a NumPy dtype, or PyTorch's TypeError."""
+    try:
+        return np.dtype(dtype or np.float32)
+    except TypeError:
+        raise TypeError(f"{name}(): dtype must be a dtype such as mg.float32, not {dtype!r}") from None
+
+
+def _number(value, what: str, name: str):
+    """A Python number (or a one-element tensor's value), or PyTorch's TypeError."""
+    if isinstance(value, Tensor) and value.numel() == 1:
+        return value.item()
+    if not isinstance(value, (int, float, np.integer, np.floating, np.bool_)):
+        raise TypeError(f"{name}(): {what} must be a number, not {type(value).__name__}")
+    return value
+
+
+def _filled(fill, shape, dtype, device, requires_grad, name="full"):
+    fill = _number(fill, "the fill value", name)
+    array = backend.xp_for(_device(device)).full(shape, fill, dtype=_dtype(dtype, name))
     return Tensor(array, requires_grad=requires_grad)
 
 
@@ -160,12 +178,15 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False) -> Tensor:
+    start, end = _number(start, "start", "linspace"), _number(end, "end", "linspace")
+    (steps,) = _size((_integer(steps, "steps", "linspace"),), None, "linspace")
     array = backend.xp_for(_device(device)).linspace(start, end, steps)
-    return Tensor(array.astype(dtype or np.float32), requires_grad=requires_grad)
+    return Tensor(array.astype(_dtype(dtype, "linspace")), requires_grad=requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
-    array = backend.xp_for(_device(device)).eye(n, m, dtype=np.dtype(dtype or np.float32))
+    n, m = _size((n, n if m is None else m), None, "eye")
+    array = backend.xp_for(_device(device)).eye(n, m, dtype=_dtype(dtype, "eye"))
     return Tensor(array, requires_grad=requires_grad)
 
 

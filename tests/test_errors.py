@@ -303,3 +303,24 @@ def test_embedding_of_no_indices_is_empty_even_with_no_rows():
     weight = mg.zeros(0, 4, requires_grad=True)
     out = ops.embedding(mg.tensor(np.zeros((2, 0), np.int64)), weight)
     assert out.shape == (2, 0, 4)
+
+
+def test_a_linear_layer_with_no_inputs_works_as_in_torch():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (PyTorch warns too: a zero-element init is a no-op)
+        layer = mg.nn.Linear(0, 3)
+    x = mg.randn(2, 0, requires_grad=True)
+    y = layer(x)
+    y.sum().backward()
+    assert y.shape == (2, 3) and layer.weight.grad.shape == (3, 0)
+    assert layer.bias.grad.tolist() == [2.0, 2.0, 2.0] and x.grad.shape == (2, 0)
+
+
+@pytest.mark.parametrize("other", ["str", None, ["a", "b"]])
+def test_a_tensor_and_a_string_is_a_type_error(other):
+    with pytest.raises(TypeError, match="unsupported operand"):
+        mg.ones(2) + other
+    with pytest.raises(TypeError, match="unsupported operand"):
+        other * mg.ones(2)

@@ -12,6 +12,8 @@ gradient as views, not copies.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from minigrad import fast
@@ -59,7 +61,7 @@ class LinearKernel:
     def forward(ctx, x, weight, bias):
         check_linear_shapes(x, weight)
         ctx.save_for_backward(x, weight)
-        y = matmul(x.reshape(-1, x.shape[-1]), weight.T, add=bias)
+        y = matmul(x.reshape(math.prod(x.shape[:-1]), x.shape[-1]), weight.T, add=bias)
         return y.reshape(x.shape[:-1] + (weight.shape[0],))
 
     @staticmethod
@@ -68,7 +70,8 @@ class LinearKernel:
         # sums over rows dL/dW = g^T x and dL/db = sum of g; the two parts add up
         x, weight = ctx.saved_arrays
         out_features, in_features = weight.shape
-        grad_rows, x_rows = grad.array.reshape(-1, out_features), x.reshape(-1, in_features)
+        rows = math.prod(x.shape[:-1])
+        grad_rows, x_rows = grad.array.reshape(rows, out_features), x.reshape(rows, in_features)
         need_x, need_w, need_b = ctx.needs_input_grad
         rows = grad_rows.shape[0]
         grad_x = (

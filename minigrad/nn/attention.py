@@ -136,6 +136,9 @@ class MultiHeadAttention(Module):
 
     def __init__(self, d_model: int, n_heads: int, causal: bool = False, bias: bool = True):
         super().__init__()
+        for what, value in (("d_model", d_model), ("n_heads", n_heads)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"MultiHeadAttention: {what} must be an int >= 1, got {value!r}")
         if d_model % n_heads != 0:
             raise ValueError(
                 f"MultiHeadAttention: d_model={d_model} is not divisible by n_heads={n_heads}"

@@ -11,10 +11,11 @@ PyTorch's defaults, which the layers use:
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
-from minigrad import rng
+from minigrad import rng, versions
 from minigrad.autograd.grad_mode import no_grad
 from minigrad.tensor import Tensor
 
@@ -23,6 +24,7 @@ def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
     """Write float64 samples into ``tensor`` in place (cast to its dtype, on its device)."""
     with no_grad():
         tensor.array[...] = values if tensor.device == "cpu" else _on_device(values, tensor)
+    versions.bump(tensor.array)
     return tensor
 
 
@@ -83,6 +85,9 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
 
 def kaiming_uniform_(tensor: Tensor, a: float = 0.0, nonlinearity: str = "leaky_relu") -> Tensor:
     """U(-bound, bound), bound = gain * sqrt(3 / fan_in) (He et al. 2015)."""
+    if tensor.numel() == 0:  # nn.Linear(0, 3): nothing to fill, as in PyTorch
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
     fan_in, _ = fan_in_and_fan_out(tensor)
     bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / fan_in)
     return uniform_(tensor, -bound, bound)

@@ -28,6 +28,15 @@ class LayerNorm(Module):
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
+        if not isinstance(normalized_shape, (tuple, list)) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in normalized_shape
+        ):
+            raise TypeError(
+                f"LayerNorm: normalized_shape must be an int or a tuple of sizes >= 0, got "
+                f"{normalized_shape!r}"
+            )
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps >= 0:
+            raise ValueError(f"LayerNorm: eps must be a number >= 0, got {eps!r}")
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine

@@ -7,6 +7,8 @@ ops/einsum.py.
 
 from __future__ import annotations
 
+import math
+
 from minigrad.autograd.function import Function
 from minigrad.errors import ShapeError
 from minigrad.ops.shape import reshape, squeeze, sum_to, transpose, unsqueeze
@@ -47,12 +49,13 @@ class Linear(Function):
         # here as rows of one matrix)
         x, weight = ctx.saved_tensors
         out_features, in_features = weight.shape
-        grad_rows = reshape(grad, (-1, out_features))
+        rows = math.prod(x.shape[:-1])  # (not -1: a size of 0 leaves it undetermined)
+        grad_rows = reshape(grad, (rows, out_features))
         grad_x = grad_w = grad_b = None
         if ctx.needs_input_grad[0]:
             grad_x = reshape(grad_rows @ weight, x.shape)
         if ctx.needs_input_grad[1]:
-            grad_w = transpose(grad_rows, 0, 1) @ reshape(x, (-1, in_features))
+            grad_w = transpose(grad_rows, 0, 1) @ reshape(x, (rows, in_features))
         if ctx.needs_input_grad[2]:
             grad_b = grad_rows.sum(dim=0)
         return grad_x, grad_w, grad_b

@@ -45,7 +45,12 @@ def operand(self: Tensor, other):
         return other
     if isinstance(other, complex):
         raise TypeError("complex numbers are not supported")
-    return as_tensor_like(self, other)
+    if isinstance(other, (str, bytes)) or other is None:
+        raise TypeError(f"unsupported operand type(s): 'Tensor' and '{type(other).__name__}'")
+    other = as_tensor_like(self, other)
+    if other.dtype.kind not in "biuf":  # (lists of strings, objects)
+        raise TypeError(f"unsupported operand: a Tensor and values of dtype {other.dtype}")
+    return other
 
 
 def promoted(self: Tensor, other) -> Tensor:
