@@ -50,6 +50,8 @@ TINY = {
     "scaling": dict(seeds=(0,), d_ks=(4, 64), length=8, batch=2),
     "heads": dict(seeds=(0,), head_counts=(1, 2), steps=4, d_model=8, length=6, every=2),
     "qk": dict(seeds=(0,), steps=4, d_model=8, length=6),
+    "sequential": dict(lengths=(4, 8), width=8, layers=1, n_heads=2, batch=1, repeats=1),
+    "bottleneck": dict(lengths=(2, 3), width=8, steps=2, batch=2, test=4),
 }
 
 
