@@ -230,8 +230,8 @@ def test_gradcheck(fn, inputs, domain, device):
 
 @pytest.mark.parametrize("fn, inputs, domain", CASES)
 def test_gradgradcheck(fn, inputs, domain, device):
-    """Second derivatives through create_graph=True, for every op (not only those the issue
-    names: the elementwise ops, matmul, softmax, log_softmax, layer_norm, gelu, cross_entropy)."""
+    """Second derivatives through create_graph=True, for every op (not only the elementwise
+    ops, matmul, softmax, log_softmax, layer_norm, gelu and cross_entropy)."""
     check_gradients(fn, *inputs, domain=domain, device=device, second_order=True)
 
 
