@@ -19,10 +19,8 @@ from dataclasses import asdict, dataclass
 
 import minigrad as mg
 from minigrad import nn
-from minigrad.errors import ShapeError
 from minigrad.tensor import Tensor
-from models.gpt import _as_tokens, next_token_loss
-from models.seq2seq import _check_positive, _check_special_ids, greedy_decode
+from models.seq2seq import EncoderDecoder, _check_positive, _check_special_ids
 
 CELLS = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
 ATTENTIONS = (None, "dot")
@@ -60,7 +58,7 @@ class RNNSeq2SeqConfig:
         return asdict(self)
 
 
-class RNNSeq2Seq(nn.Module):
+class RNNSeq2Seq(EncoderDecoder):
     """forward(src (B, S), tgt_in (B, T), targets=None) -> (logits (B, T, vocab), loss);
     generate(src, max_new_tokens) decodes greedily, as ``models.Seq2Seq``.
 
@@ -122,32 +120,6 @@ class RNNSeq2Seq(nn.Module):
         context = weights @ states  # (B, T, d)
         # logits_t = head(tanh(W_c [c_t; d_t]))
         return self.head(self.combine(mg.cat([context, decoded], dim=-1)).tanh())
-
-    def forward(self, src, tgt_in, targets=None) -> tuple[Tensor, Tensor | None]:
-        memory, src_mask = self.encode(src)
-        logits = self.decode(tgt_in, memory, src_mask)
-        if targets is None:
-            return logits, None
-        targets = _as_tokens(targets, logits.device)
-        if targets.shape != logits.shape[:2]:
-            raise ShapeError(
-                f"RNNSeq2Seq: targets of shape {targets.shape} must match tgt_in of shape "
-                f"{logits.shape[:2]}"
-            )
-        return logits, next_token_loss(logits, targets)
-
-    def generate(self, src, max_new_tokens: int) -> Tensor:
-        """Greedy decoding, as ``Seq2Seq.generate``: (B, n) ids, EOS then padding."""
-        src = self._tokens(src, "src")
-        return greedy_decode(self, src, max_new_tokens, self.config)
-
-    def _tokens(self, idx, what: str) -> Tensor:
-        idx = _as_tokens(idx, self.head.weight.device)
-        if idx.ndim == 1:
-            idx = idx.reshape(1, -1)
-        if idx.ndim != 2:
-            raise ShapeError(f"RNNSeq2Seq: {what} must be (B, T) token ids, got shape {idx.shape}")
-        return idx
 
     def extra_repr(self) -> str:
         c = self.config

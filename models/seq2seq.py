@@ -172,7 +172,43 @@ class Decoder(nn.Module):
         return self.ln_f(y) if self.ln_f is not None else y
 
 
-class Seq2Seq(nn.Module):
+class EncoderDecoder(nn.Module):
+    """What both encoder-decoders share: ``forward`` and ``generate`` on top of the
+    model's own ``encode(src) -> (memory, src_mask)`` and ``decode(tgt_in, memory, src_mask)
+    -> logits``, and the checks of the token ids they are given."""
+
+    def forward(self, src, tgt_in, targets=None) -> tuple[Tensor, Tensor | None]:
+        memory, src_mask = self.encode(src)
+        logits = self.decode(tgt_in, memory, src_mask)
+        if targets is None:
+            return logits, None
+        targets = _as_tokens(targets, logits.device)
+        if targets.shape != logits.shape[:2]:
+            raise ShapeError(
+                f"{type(self).__name__}: targets of shape {targets.shape} must match tgt_in "
+                f"of shape {logits.shape[:2]}"
+            )
+        return logits, next_token_loss(logits, targets)
+
+    def generate(self, src, max_new_tokens: int) -> Tensor:
+        """Greedy decoding: (B, n) token ids, n <= max_new_tokens, each row the most likely
+        token at every step after BOS, up to and including EOS, padded after it. Stops
+        when every row has ended. Call ``model.eval()`` first when dropout > 0."""
+        src = self._tokens(src, "src")
+        return greedy_decode(self, src, max_new_tokens, self.config)
+
+    def _tokens(self, idx, what: str) -> Tensor:
+        idx = _as_tokens(idx, self.head.weight.device)
+        if idx.ndim == 1:
+            idx = idx.reshape(1, -1)
+        if idx.ndim != 2:
+            raise ShapeError(
+                f"{type(self).__name__}: {what} must be (B, T) token ids, got shape {idx.shape}"
+            )
+        return idx
+
+
+class Seq2Seq(EncoderDecoder):
     """forward(src (B, S), tgt_in (B, T), targets=None) -> (logits (B, T, vocab), loss).
 
     ``tgt_in`` is the target shifted right (BOS first), ``targets`` the target followed by
@@ -204,36 +240,12 @@ class Seq2Seq(nn.Module):
         tgt_in = self._tokens(tgt_in, "tgt_in")
         return self.head(self.decoder(tgt_in, memory, src_mask))
 
-    def forward(self, src, tgt_in, targets=None) -> tuple[Tensor, Tensor | None]:
-        memory, src_mask = self.encode(src)
-        logits = self.decode(tgt_in, memory, src_mask)
-        if targets is None:
-            return logits, None
-        targets = _as_tokens(targets, logits.device)
-        if targets.shape != logits.shape[:2]:
-            raise ShapeError(
-                f"Seq2Seq: targets of shape {targets.shape} must match tgt_in of shape "
-                f"{logits.shape[:2]}"
-            )
-        return logits, next_token_loss(logits, targets)
-
-    def generate(self, src, max_new_tokens: int) -> Tensor:
-        """Greedy decoding: (B, n) token ids, n <= max_new_tokens, each row the most likely
-        token at every step after BOS, up to and including EOS, padded after it. Stops
-        when every row has ended. Call ``model.eval()`` first when dropout > 0."""
-        src = self._tokens(src, "src")
-        return greedy_decode(self, src, max_new_tokens, self.config)
-
     def cross_attention_maps(self) -> list[Tensor]:
         """The last forward's cross-attention weights, one (B, n_heads, T, S) per block."""
         return [block.cross_attn.attn_weights for block in self.decoder.blocks]
 
     def _tokens(self, idx, what: str) -> Tensor:
-        idx = _as_tokens(idx, self.head.weight.device)
-        if idx.ndim == 1:
-            idx = idx.reshape(1, -1)
-        if idx.ndim != 2:
-            raise ShapeError(f"Seq2Seq: {what} must be (B, T) token ids, got shape {idx.shape}")
+        idx = super()._tokens(idx, what)
         if idx.shape[1] > self.config.block_size:
             raise ShapeError(
                 f"Seq2Seq: {what} of length {idx.shape[1]} is longer than block_size "
