@@ -107,7 +107,8 @@ def _dtype(dtype, name: str) -> np.dtype:
     try:
         return np.dtype(dtype or np.float32)
     except TypeError:
-        raise TypeError(f"{name}(): dtype must be a dtype such as mg.float32, not {dtype!r}") from None
+        message = f"{name}(): dtype must be a dtype such as mg.float32, not {dtype!r}"
+        raise TypeError(message) from None
 
 
 def _number(value, what: str, name: str):

@@ -299,7 +299,8 @@ def test_matmul_gradients_are_laid_out_as_their_inputs():
     scores.backward(grad)
     if mg.fast.is_enabled():  # the kernel's layout; the reference's is NumPy's
         assert q.grad.array.strides == q.array.strides and k.grad.array.strides == k.array.strides
-    qd, kd, g = q.array.astype(np.float64), k.array.astype(np.float64), grad.array.astype(np.float64)
+    qd, kd = q.array.astype(np.float64), k.array.astype(np.float64)
+    g = grad.array.astype(np.float64)
     np.testing.assert_allclose(q.grad.array, g @ kd, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(k.grad.array, g.swapaxes(-1, -2) @ qd, rtol=1e-5, atol=1e-5)
 

@@ -47,7 +47,9 @@ def run(framework: str, program: list[str], *args: str) -> list[float]:
         command = [sys.executable, *command]
     env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
-    assert done.returncode == 0, f"{framework} {' '.join(program)}: exit {done.returncode}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, (
+        f"{framework} {' '.join(program)}: exit {done.returncode}\n{done.stderr[-3000:]}"
+    )
     losses = [(int(step), float(value)) for step, value in LOSS.findall(done.stdout)]
     assert [step for step, _ in losses] == list(range(len(losses))), done.stdout[-2000:]
     return [value for _, value in losses]
@@ -56,7 +58,9 @@ def run(framework: str, program: list[str], *args: str) -> list[float]:
 def assert_loss_falls(losses: list[float], steps: int) -> None:
     assert len(losses) == steps
     first, last = losses[0], sum(losses[-5:]) / 5
-    assert last < first - 0.1, f"the loss did not fall: {first:.4f} at the start, {last:.4f} at the end"
+    assert last < first - 0.1, (
+        f"the loss did not fall: {first:.4f} at the start, {last:.4f} at the end"
+    )
 
 
 @pytest.mark.parametrize("name", PROGRAMS)

@@ -40,7 +40,8 @@ def _update_alone(optimizer, param, group: dict) -> None:
     state = optimizer.state.setdefault(param, {})
     if not state:
         state["step"] = 0
-        state["exp_avg"], state["exp_avg_sq"] = np.zeros_like(param.array), np.zeros_like(param.array)
+        state["exp_avg"] = np.zeros_like(param.array)
+        state["exp_avg_sq"] = np.zeros_like(param.array)
     state["step"] += 1
     c = optimizer._coefficients(group, state["step"])
     p, grad, m, v = param.array, param.grad.array, state["exp_avg"], state["exp_avg_sq"]

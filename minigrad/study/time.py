@@ -110,7 +110,7 @@ def time_checks(rows: list[dict], far: int) -> list[Check]:
             "direct paths: no decay",
         ),
     ]
-    # the PyTorch twins' values at distance 63 (T = 64, measured with PyTorch), reported within a factor of 30
+    # the PyTorch twins' values at distance 63 (T = 64), reported within a factor of 30
     twins = {rnn: 3.5e-19, default: 1e-13, bias1: 1.3e-5, bias3: 1.0}
     for model, value in twins.items():
         ratio = end[model] / value
