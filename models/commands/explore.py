@@ -21,10 +21,9 @@ import numpy as np
 
 import minigrad as mg
 from minigrad.viz.draw import NO_GRADIENT_YET
+from models.commands.graph import add_model_options, gpt_and_task
 from models.commands.options import nonnegative_int, positive_int
-from models.data import TASKS, make_task
 from models.errors import UsageError
-from models.gpt import GPT, GPTConfig
 
 
 def register(subparsers) -> None:
@@ -44,13 +43,7 @@ def register(subparsers) -> None:
     parser.add_argument("--out", default="explore.html", metavar="FILE", help="explore.html")
     parser.add_argument("--open", action="store_true", help="open the page in a browser")
     parser.add_argument("--no-backward", action="store_true", help="draw the forward graph only")
-    parser.add_argument("--task", choices=sorted(TASKS), default="grammar")
-    parser.add_argument("--data", metavar="FILE", help="the text file of --task text")
-    parser.add_argument("--layers", type=positive_int, default=2)
-    parser.add_argument("--d-model", type=positive_int, default=32)
-    parser.add_argument("--heads", type=positive_int, default=2)
-    parser.add_argument("--norm-first", action="store_true", help="pre-LN blocks")
-    parser.add_argument("--no-residual", action="store_true", help="blocks without shortcuts")
+    add_model_options(parser)
     parser.add_argument("--block-size", type=positive_int, default=None)
     parser.add_argument(
         "--depth", type=nonnegative_int, default=None, help="collapse modules below it"
@@ -58,20 +51,14 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--no-fold", action="store_true", help="draw every block, not one box marked xN"
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=nonnegative_int, default=0)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     out = _writable(Path(args.out))
     mg.manual_seed(args.seed)
-    model, task_name, data = _model(args)
-    task = make_task(task_name, data)
-    if getattr(task, "seq2seq", False):
-        raise UsageError(
-            f"--run: a {task_name} run holds an encoder-decoder; this command reads GPT runs "
-            "(draw an encoder-decoder's graph in code with mg.viz.draw_graph)"
-        )
+    model, task = gpt_and_task(args, batch_size=1)
     x, y = _sequence(args, model, task)
     model.eval()  # no dropout: the page shows what the model computes
     _, loss = model(x[None], y[None])
@@ -112,30 +99,6 @@ def _writable(path: Path) -> Path:
     if not os.access(target, os.W_OK):
         raise UsageError(f"cannot write --out {path}: permission denied")
     return path
-
-
-def _model(args) -> tuple[GPT, str, str | None]:
-    """The GPT to explore (a fresh one, or the run's), its task's name and data file."""
-    if args.run is None:
-        if args.d_model % args.heads:
-            raise UsageError(f"--d-model {args.d_model} must be divisible by --heads {args.heads}")
-        task = make_task(args.task, args.data)
-        config = GPTConfig(
-            vocab_size=len(task.vocab),
-            block_size=args.block_size or task.default_block_size,
-            d_model=args.d_model,
-            n_heads=args.heads,
-            n_layers=args.layers,
-            norm_first=args.norm_first,
-            residual=not args.no_residual,
-        )
-        return GPT(config), args.task, args.data
-    from models.run import RunDir
-    from models.sample import load_model
-
-    model, _ = load_model(args.run)
-    train = RunDir.existing(args.run, option="--run").read_config().get("train", {})
-    return model, train.get("task", args.task), train.get("data", args.data)
 
 
 def _sequence(args, model, task) -> tuple[np.ndarray, np.ndarray]:

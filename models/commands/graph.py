@@ -57,14 +57,7 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--out", nargs="+", default=["graph.svg"], metavar="FILE", help="default graph.svg"
     )
-    model = parser.add_argument_group("a fresh model (the run's own with --run)")
-    model.add_argument("--task", choices=sorted(TASKS), help="default grammar")
-    model.add_argument("--data", metavar="FILE", help="the text file of --task text")
-    model.add_argument("--layers", type=positive_int, help="default 2")
-    model.add_argument("--d-model", type=positive_int, help="default 32")
-    model.add_argument("--heads", type=positive_int, help="default 2")
-    model.add_argument("--norm-first", action="store_true", help="pre-LN blocks")
-    model.add_argument("--no-residual", action="store_true", help="blocks without shortcuts")
+    add_model_options(parser)
     parser.add_argument("--batch-size", type=positive_int, default=2)
     parser.add_argument("--block-size", type=positive_int, default=None)
     parser.add_argument(
@@ -79,17 +72,35 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    check_seed(args.seed)
-    outputs = [output_path(out) for out in args.out]
-    mg.manual_seed(args.seed)
-    model, task_name, data = _model(args)
+def add_model_options(parser) -> None:
+    """The options of a fresh GPT (``graph`` and ``explore``); --run's config.json fixes them."""
+    model = parser.add_argument_group("a fresh model (the run's own with --run)")
+    model.add_argument("--task", choices=sorted(TASKS), help="default grammar")
+    model.add_argument("--data", metavar="FILE", help="the text file of --task text")
+    model.add_argument("--layers", type=positive_int, help="default 2")
+    model.add_argument("--d-model", type=positive_int, help="default 32")
+    model.add_argument("--heads", type=positive_int, help="default 2")
+    model.add_argument("--norm-first", action="store_true", help="pre-LN blocks")
+    model.add_argument("--no-residual", action="store_true", help="blocks without shortcuts")
+
+
+def gpt_and_task(args, batch_size: int):
+    """The GPT the options describe (a fresh one, or --run's) and its task."""
+    model, task_name, data = _model(args, batch_size)
     task = make_task(task_name, data)
     if getattr(task, "seq2seq", False):
         raise UsageError(
             f"--run: a {task_name} run holds an encoder-decoder; this command reads GPT runs "
             "(draw an encoder-decoder's graph in code with mg.viz.draw_graph)"
         )
+    return model, task
+
+
+def run(args: argparse.Namespace) -> int:
+    check_seed(args.seed)
+    outputs = [output_path(out) for out in args.out]
+    mg.manual_seed(args.seed)
+    model, task = gpt_and_task(args, args.batch_size)
     block_size = args.block_size or min(model.config.block_size, task.default_block_size)
     if block_size > model.config.block_size:
         raise UsageError(
@@ -162,7 +173,7 @@ def write_docs_figure(folder: str | Path = "docs") -> list[Path]:
     return [mg.viz.render(graph, folder / f"gpt_block_graph.{fmt}") for fmt in ("svg", "png")]
 
 
-def _model(args) -> tuple[GPT, str, str | None]:
+def _model(args, batch_size: int) -> tuple[GPT, str, str | None]:
     """The GPT to draw, its task's name and data file."""
     given = [
         flag for name, flag in MODEL_OPTIONS.items() if getattr(args, name) not in (None, False)
@@ -184,7 +195,7 @@ def _model(args) -> tuple[GPT, str, str | None]:
             norm_first=args.norm_first,
             residual=not args.no_residual,
         )
-        check_fits(config, args.batch_size, block_size, "cpu", training=False)
+        check_fits(config, batch_size, block_size, "cpu", training=False)
         return GPT(config), options["task"], args.data
     if given:
         raise UsageError(
