@@ -71,6 +71,14 @@ def check_finite(op: str, stage: str, arrays, inputs) -> None:
             )
 
 
+def saved_arrays_freed(op_name: str) -> RuntimeError:
+    return RuntimeError(
+        f"{op_name}: trying to backward through the graph a second time, but the arrays it "
+        "saved were freed after the first backward. Pass retain_graph=True to the first "
+        "backward() if you need to call it again."
+    )
+
+
 def backward_of_no_graph() -> RuntimeError:
     return RuntimeError(
         "backward: the tensor does not require grad and has no grad_fn: nothing in its "

@@ -5,7 +5,8 @@ required grad, ``t.grad_fn`` is the graph node of that op (a ``Context``), whose
 lead further back: that chain is the computation graph, and ``t.backward()`` walks it.
 
 The methods that call an op (``t + u``, ``t.exp()``, ``t += u``...) are not here: this file
-imports no op, and ops/tensor_methods.py and ops/inplace.py attach them to the class.
+imports no op, and ops/tensor_methods.py and ops/inplace.py attach them to the class, with
+the array conveniences (``t.numpy()``, ``t.item()``, ``t.ndim``, ``t.data``...).
 """
 
 from __future__ import annotations
@@ -45,16 +46,6 @@ class Tensor:
         return t
 
     @property
-    def data(self) -> Tensor:
-        """The same values (shared memory) as a Tensor with no history, as in PyTorch:
-        ``p.data += -lr * p.grad`` updates p outside the graph; ``p.data = t`` replaces them."""
-        return Tensor._make(self.array)
-
-    @data.setter
-    def data(self, value) -> None:
-        self.array = value.array if isinstance(value, Tensor) else backend.as_array(value)
-
-    @property
     def requires_grad(self) -> bool:
         return self._requires_grad
 
@@ -76,10 +67,6 @@ class Tensor:
         return self.array.shape  # (a tuple, in NumPy and CuPy alike)
 
     @property
-    def ndim(self) -> int:
-        return self.array.ndim
-
-    @property
     def dtype(self):
         return self.array.dtype
 
@@ -91,29 +78,11 @@ class Tensor:
     def is_leaf(self) -> bool:
         return self.grad_fn is None
 
-    def numel(self) -> int:
-        return int(self.array.size)
-
     __hash__ = object.__hash__  # == is elementwise, so tensors hash by identity
-
-    def numpy(self) -> np.ndarray:
-        """The values as a NumPy array (copied to the CPU if on the GPU)."""
-        return backend.to_numpy(self.array)
-
-    def item(self):
-        if self.numel() != 1:
-            raise ValueError(
-                f"item(): only a one-element tensor has an item, shape is {self.shape}"
-            )
-        return self.numpy().reshape(()).item()
 
     def detach(self) -> Tensor:
         """The same values (shared, not copied), cut off from the graph."""
         return Tensor._make(self.array)
-
-    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        self.requires_grad = requires_grad
-        return self
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` on this non-leaf tensor after backward (leaves always keep it)."""

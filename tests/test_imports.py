@@ -57,7 +57,7 @@ CORE_FILES = sorted(
     [PACKAGE / "tensor.py"]
     + [path for path in (PACKAGE / "autograd").glob("*.py") if path.name != "gradcheck.py"]
 )
-BUDGETS = [("the core", CORE_FILES, 640), ("backend.py", [PACKAGE / "backend.py"], 250)]
+BUDGETS = [("the core", CORE_FILES, 600), ("backend.py", [PACKAGE / "backend.py"], 250)]
 # the speed machinery's words; grad mode's flags are thread-local (``threading.local``, as in
 # PyTorch), which is semantics, not speed, so the module name itself is not among them
 UNNAMED_IN_THE_CORE = re.compile(r"\b(threads|streams?|halves|helper)\b", re.I)

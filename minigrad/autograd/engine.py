@@ -74,7 +74,7 @@ def _seed_gradient(output, gradient):
     """dL/d output to start from: 1 for a scalar, else ``gradient`` (of output's shape)."""
     if not output.requires_grad:
         raise errors.backward_of_no_graph()
-    if gradient is None and output.numel() != 1:
+    if gradient is None and output.array.size != 1:
         raise errors.backward_of_non_scalar(output.shape)
     xp = array_module(output.array)
     if gradient is None:

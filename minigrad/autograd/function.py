@@ -76,22 +76,16 @@ class Context:
     @property
     def saved_arrays(self) -> tuple:
         """What forward saved, as it saved it (arrays): for a kernel's backward."""
-        return self._unless_changed(self._unless_freed(self._saved), self._versions)
+        return self._checked(self._saved, self._versions)
 
     @property
     def kernel_saved(self) -> tuple:
-        return self._unless_changed(self._unless_freed(self._kernel_saved), self._kernel_versions)
+        return self._checked(self._kernel_saved, self._kernel_versions)
 
-    def _unless_freed(self, saved: tuple) -> tuple:
+    def _checked(self, saved: tuple, versions_then) -> tuple:
+        """``saved``, unless backward has freed it or a write in place has changed it since."""
         if self._freed:
-            raise RuntimeError(
-                f"{self.name}: trying to backward through the graph a second time, but the "
-                "arrays it saved were freed after the first backward. Pass "
-                "retain_graph=True to the first backward() if you need to call it again."
-            )
-        return saved
-
-    def _unless_changed(self, saved: tuple, versions_then) -> tuple:
+            raise errors.saved_arrays_freed(self.name)
         if (change := versions.changed(saved, versions_then)) is not None:
             raise errors.modified_in_place(self.name, saved[change[0]], *change[1:])
         return saved

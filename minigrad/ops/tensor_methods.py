@@ -435,6 +435,40 @@ def isfinite_method(self) -> Tensor:
 # (none forwards to an op; they live here so that tensor.py holds what a tensor is)
 
 
+def data_property(self) -> Tensor:
+    """The same values (shared memory) as a Tensor with no history, as in PyTorch:
+    ``p.data += -lr * p.grad`` updates p outside the graph; ``p.data = t`` replaces them."""
+    return Tensor._make(self.array)
+
+
+def set_data(self, value) -> None:
+    self.array = value.array if isinstance(value, Tensor) else backend.as_array(value)
+
+
+def requires_grad_method(self, requires_grad: bool = True) -> Tensor:
+    self.requires_grad = requires_grad
+    return self
+
+
+def numpy_method(self) -> np.ndarray:
+    """The values as a NumPy array (copied to the CPU if on the GPU)."""
+    return backend.to_numpy(self.array)
+
+
+def item_method(self):
+    if self.array.size != 1:
+        raise ValueError(f"item(): only a one-element tensor has an item, shape is {self.shape}")
+    return self.numpy().reshape(()).item()
+
+
+def numel_method(self) -> int:
+    return int(self.array.size)
+
+
+def ndim_property(self) -> int:
+    return self.array.ndim
+
+
 def size_method(self, dim=None):
     return self.shape if dim is None else self.shape[dim]
 
@@ -658,6 +692,12 @@ Tensor.__index__ = conversion.index_protocol
 Tensor.__format__ = conversion.format_protocol
 Tensor.__array__ = conversion.array_protocol  # (np.asarray(t); __array_ufunc__ stays None)
 Tensor.nelement = conversion.nelement_method
+Tensor.data = property(data_property, set_data)
+Tensor.requires_grad_ = requires_grad_method
+Tensor.numpy = numpy_method
+Tensor.item = item_method
+Tensor.numel = numel_method
+Tensor.ndim = property(ndim_property)
 Tensor.size = size_method
 Tensor.dim = dim_method
 Tensor.nbytes = property(nbytes_property)
