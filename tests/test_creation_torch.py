@@ -31,7 +31,7 @@ SIZES = [
     ("tensor of nested 0-d", lambda m: m.tensor([[m.tensor(1), 2], [3, m.tensor(4)]])),
     ("tensor(..., device=None)", lambda m: m.tensor([1, 2], device=None)),
     ("zeros_like(int)", lambda m: m.zeros_like(m.arange(3))),
-    ("empty_like", lambda m: m.empty_like(m.ones(2, 3)) * 0),
+    ("empty_like", lambda m: m.empty_like(m.ones(2, 3)).fill_(1.0)),  # (its values are garbage)
     ("full_like", lambda m: m.full_like(m.ones(2), 4.0)),
     ("ones_like(dtype=)", lambda m: m.ones_like(m.ones(2), dtype=m.float64)),
     ("LongTensor(data)", lambda m: m.LongTensor([1, 2, 3])),
