@@ -142,8 +142,3 @@ def type_method(self, dtype=None, non_blocking: bool = False):
         dtype = matches[0]
     result = cast(self, np.dtype(dtype))
     return result if device is None else to_device(result, device)
-
-
-def nelement_method(self) -> int:
-    """The number of values (PyTorch's other name for ``numel``)."""
-    return self.numel()

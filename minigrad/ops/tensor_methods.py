@@ -438,7 +438,7 @@ def isfinite_method(self) -> Tensor:
 def data_property(self) -> Tensor:
     """The same values (shared memory) as a Tensor with no history, as in PyTorch:
     ``p.data += -lr * p.grad`` updates p outside the graph; ``p.data = t`` replaces them."""
-    return Tensor._make(self.array)
+    return self.detach()
 
 
 def set_data(self, value) -> None:
@@ -691,12 +691,12 @@ Tensor.__bool__ = bool_protocol
 Tensor.__index__ = conversion.index_protocol
 Tensor.__format__ = conversion.format_protocol
 Tensor.__array__ = conversion.array_protocol  # (np.asarray(t); __array_ufunc__ stays None)
-Tensor.nelement = conversion.nelement_method
 Tensor.data = property(data_property, set_data)
 Tensor.requires_grad_ = requires_grad_method
 Tensor.numpy = numpy_method
 Tensor.item = item_method
 Tensor.numel = numel_method
+Tensor.nelement = numel_method  # (PyTorch's other name for numel)
 Tensor.ndim = property(ndim_property)
 Tensor.size = size_method
 Tensor.dim = dim_method
