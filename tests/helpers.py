@@ -10,6 +10,8 @@ compare forward values, shape, dtype and the gradient of every input (as tinygra
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -162,3 +164,25 @@ def compare_with_torch(
         np.testing.assert_allclose(
             ours.numpy(), theirs.numpy(), rtol=rtol, atol=atol, err_msg=f"gradient of input {i}"
         )
+
+
+def check_study_tables(result, name: str, folder, whole_rows: bool = True) -> None:
+    """A study's result is well formed and ``result.write(folder)`` writes its two tables:
+    study_NAME.md (a header and a line per row and per check) and study_NAME.json (the same
+    columns, rows, checks and verdict). ``whole_rows``: every row has every column (the
+    residual studies leave cells empty where a value does not apply)."""
+    assert result.name == name and result.claim and result.criterion
+    assert result.rows and result.checks and result.seconds > 0
+    assert not whole_rows or all(set(result.columns) <= set(row) for row in result.rows)
+    assert result.passed == all(c.passed for c in result.checks if c.required)
+    numbers = [v for row in result.rows for v in row.values() if isinstance(v, float)]
+    assert numbers and all(math.isfinite(v) for v in numbers)
+    written = {path.name for path in result.write(folder)}
+    assert written == {f"study_{name}.md", f"study_{name}.json"}
+    table = json.loads((folder / f"study_{name}.json").read_text())
+    assert table["columns"] == result.columns and len(table["rows"]) == len(result.rows)
+    assert table["passed"] == result.passed
+    assert [c["name"] for c in table["checks"]] == [c.name for c in result.checks]
+    markdown = (folder / f"study_{name}.md").read_text()
+    header = "| " + " | ".join(c.replace("|", "\\|") for c in result.columns) + " |"
+    assert header in markdown and markdown.count("\n|") >= len(result.rows) + len(result.checks)
