@@ -57,6 +57,7 @@ def test_study_runs_quick_and_writes_a_well_formed_table(name, tmp_path):
     assert name in STUDIES
     check_study_tables(quick(name), name, tmp_path)
 
+
 @pytest.mark.parametrize("name", sorted(QUICK))
 def test_study_figure_is_drawn_and_saved(name, tmp_path):
     pytest.importorskip("matplotlib")
