@@ -163,13 +163,17 @@ def _same_kind(first, second) -> bool:
 
 
 def matrix_product(a, b, out=None):
-    """a @ b, into ``out`` where given; two NumPy arrays of one or two dims by ``ndarray.dot``
-    (the same BLAS product, without matmul's dispatch)."""
+    """a @ b, into ``out`` where given. A small product of two NumPy arrays of one or two dims
+    goes to ``ndarray.dot`` (the same BLAS product, without matmul's dispatch). A big one goes
+    to ``np.matmul``: ``dot`` first zeroes its whole result while it holds the GIL (a pass
+    over memory that BLAS then overwrites), which keeps the helper thread from starting its
+    half for as long as that takes."""
     if (
         type(a) is np.ndarray
         and type(b) is np.ndarray
         and 0 < a.ndim <= 2
         and 0 < b.ndim <= 2
+        and math.prod(a.shape[:-1]) * b.shape[-1] <= SMALL_SIZE  # (values of the result)
         and (out is None or (a.dtype == b.dtype and _fits_dot(out, a.dtype)))
     ):
         return a.dot(b, out=out)

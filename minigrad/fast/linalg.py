@@ -83,7 +83,7 @@ class LinearKernel:
             g = grad_rows[start:stop]
             if need_x:
                 matrix_product(g, weight, out=grad_x[start:stop])
-            sums[index] = (g.T.dot(x_rows[start:stop]) if need_w else None,
+            sums[index] = (matrix_product(g.T, x_rows[start:stop]) if need_w else None,
                            column_sums(g) if need_b else None)  # fmt: skip
 
         parts = by_rows(rows, 2 * grad_rows.size * in_features, part)
