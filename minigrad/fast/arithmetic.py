@@ -1,21 +1,84 @@
-"""``x ** p`` on the CPU for a small whole exponent: by multiplication.
+"""Elementwise arithmetic on the CPU: big sums and products on both cores, and ``x ** p``
+for a small whole exponent by multiplication.
 
-NumPy's power takes a shortcut for the exponents 2, 0.5 and -1 (a square, a square root, a
-reciprocal), but for any other, ``x ** 3`` included, it calls the general ``pow`` on every
-value, which costs many times the multiplications ``x * x * x``. So for p = 3 and 4 this
-kernel multiplies, forward (x^3 = x*x*x, x^4 = (x*x)^2) and backward (p * x^(p-1)); every
-other exponent, and a tensor exponent, runs the reference as it is.
+- ``a + b`` and ``a * b`` of a big float result (``HALVES_MIN_SIZE`` values) run in two
+  halves of its first axis, one on the helper thread (``arrays.by_rows``); an operand that
+  is broadcast along that axis (an attention mask, a scale) is read whole by both halves.
+  Smaller ones are one NumPy call, as in the reference. Backward is the reference's.
+- NumPy's power takes a shortcut for the exponents 2, 0.5 and -1 (a square, a square root,
+  a reciprocal), but for any other, ``x ** 3`` included, it calls the general ``pow`` on
+  every value, which costs many times the multiplications ``x * x * x``. So for p = 3 and 4
+  the Pow kernel multiplies, forward (x^3 = x*x*x, x^4 = (x*x)^2) and backward
+  (p * x^(p-1)); every other exponent, and a tensor exponent, runs the reference as it is.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from minigrad import fast
+from minigrad.fast.arrays import by_rows
+from minigrad.ops._helpers import shape_of
 from minigrad.ops.arithmetic import Pow
 from minigrad.tensor import Tensor
 
 BY_MULTIPLICATION = (3, 4)
+HALVES_MIN_SIZE = 1 << 19  # values of the result: below this a hand-off costs what it saves
+
+
+@fast.register("Add", "cpu")
+class AddKernel:
+    backward = None  # the reference's: dL/da = g, dL/db = g, each summed to its shape
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = shape_of(a), shape_of(b)  # what Add.backward reads
+        return in_halves(np.add, a, b)
+
+
+@fast.register("Mul", "cpu")
+class MulKernel:
+    backward = None  # the reference's: dL/da = g * b, dL/db = g * a
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = shape_a, shape_b = shape_of(a), shape_of(b)  # what Mul.backward reads
+        ctx.save_for_backward(
+            a if shape_b is not None else None, b if shape_a is not None else None
+        )
+        return in_halves(np.multiply, a, b)
+
+
+def in_halves(ufunc, a, b):
+    """ufunc(a, b): for a big float result, in two halves of its first axis at the same
+    time; otherwise one call."""
+    out_shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+    dtype = np.result_type(a, b)
+    size = math.prod(out_shape)
+    if size < HALVES_MIN_SIZE or dtype.kind != "f" or not _arrays_or_numbers(a, b):
+        return ufunc(a, b)
+    out = np.empty(out_shape, dtype)
+
+    def part(_, start, stop):
+        ufunc(_rows_of(a, out_shape, start, stop), _rows_of(b, out_shape, start, stop),
+              out=out[start:stop])  # fmt: skip
+
+    by_rows(out_shape[0], size, part, HALVES_MIN_SIZE)
+    return out
+
+
+def _arrays_or_numbers(*operands) -> bool:
+    return all(type(x) is np.ndarray or isinstance(x, (int, float)) for x in operands)
+
+
+def _rows_of(x, out_shape, start, stop):
+    """The operand's part for the rows [start, stop) of the result: its own rows where it has
+    the result's first axis, else all of it (broadcast along that axis, or a number)."""
+    if getattr(x, "ndim", 0) == len(out_shape) and x.shape[0] == out_shape[0]:
+        return x[start:stop]
+    return x
 
 
 @fast.register("Pow", "cpu")
