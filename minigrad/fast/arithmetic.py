@@ -54,6 +54,8 @@ class MulKernel:
 def in_halves(ufunc, a, b):
     """ufunc(a, b): for a big float result, in two halves of its first axis at the same
     time; otherwise one call."""
+    if max(getattr(a, "size", 1), getattr(b, "size", 1)) < HALVES_MIN_SIZE:
+        return ufunc(a, b)  # (the common case first, with the least work)
     out_shape = np.broadcast_shapes(np.shape(a), np.shape(b))
     dtype = np.result_type(a, b)
     size = math.prod(out_shape)
