@@ -5,8 +5,8 @@ required grad, ``t.grad_fn`` is the graph node of that op (a ``Context``), whose
 lead further back: that chain is the computation graph, and ``t.backward()`` walks it.
 
 The methods that call an op (``t + u``, ``t.exp()``, ``t += u``...) are not here: this file
-imports no op, and ops/tensor_methods.py and ops/inplace.py attach them to the class, with
-the array conveniences (``t.numpy()``, ``t.item()``, ``t.ndim``, ``t.data``...).
+imports no op; ops/tensor_methods.py and ops/inplace.py attach them to the class, and
+ops/tensor_protocols.py the array conveniences (``t.numpy()``, ``t.item()``, ``t.data``...).
 """
 
 from __future__ import annotations

@@ -137,4 +137,4 @@ __all__ = [
 
 # Last, as they need the ops above: attach the Tensor methods that call them (t + u, t.exp(),
 # t += u ...); tensor.py itself imports no op.
-from minigrad.ops import inplace, tensor_methods  # noqa: F401  (imported for what they attach)
+from minigrad.ops import inplace, tensor_methods, tensor_protocols  # noqa: F401  (what they attach)
