@@ -54,13 +54,14 @@ class MulKernel:
 def in_halves(ufunc, a, b):
     """ufunc(a, b): for a big float result, in two halves of its first axis at the same
     time; otherwise one call."""
+    # (the result has at least as many values as either operand)
     if max(getattr(a, "size", 1), getattr(b, "size", 1)) < HALVES_MIN_SIZE:
-        return ufunc(a, b)  # (the common case first, with the least work)
-    out_shape = np.broadcast_shapes(np.shape(a), np.shape(b))
-    dtype = np.result_type(a, b)
-    size = math.prod(out_shape)
-    if size < HALVES_MIN_SIZE or dtype.kind != "f" or not _arrays_or_numbers(a, b):
         return ufunc(a, b)
+    dtype = np.result_type(a, b) if _arrays_or_numbers(a, b) else None
+    if dtype is None or dtype.kind != "f":
+        return ufunc(a, b)
+    out_shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+    size = math.prod(out_shape)
     out = np.empty(out_shape, dtype)
 
     def part(_, start, stop):
