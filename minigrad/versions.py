@@ -16,6 +16,7 @@ from __future__ import annotations
 import weakref
 
 _counts: dict[int, int] = {}  # id(memory owner) -> writes so far; empty until the first write
+_writes = 0  # every write so far, all memory together
 
 
 def _owner(array):
@@ -26,6 +27,8 @@ def _owner(array):
 
 def bump(*arrays) -> None:
     """Note one in-place write into each of ``arrays``."""
+    global _writes
+    _writes += 1
     for array in arrays:
         owner = _owner(array)
         key = id(owner)
@@ -38,12 +41,12 @@ def bump(*arrays) -> None:
         _counts[key] += 1
 
 
-def read(values: tuple) -> tuple | None:
-    """The versions of ``values`` (arrays, or anything else: None), or None while nothing
-    has been written in place at all (the common case costs one check)."""
+def read(values: tuple) -> tuple:
+    """(writes so far, the version of each of ``values``: None for what is not an array);
+    the versions are None while nothing has been written in place at all."""
     if not _counts:
-        return None
-    return tuple(
+        return _writes, None
+    return _writes, tuple(
         [_counts.get(id(_owner(v)), 0) if hasattr(v, "shape") else None for v in values]
     )
 
@@ -51,11 +54,14 @@ def read(values: tuple) -> tuple | None:
 def changed(values: tuple, saved: tuple | None) -> tuple | None:
     """(position, version then, version now) of the first of ``values`` written in place
     since ``saved = read(values)``; None if none was."""
-    now = read(values)
+    writes_then, versions_then = saved or (_writes, None)
+    if writes_then == _writes:  # nothing at all written since (the common case)
+        return None
+    now = read(values)[1]
     if now is None:
         return None
-    saved = saved or (0,) * len(values)
-    for i, (then, current) in enumerate(zip(saved, now)):
+    versions_then = versions_then or (0,) * len(values)
+    for i, (then, current) in enumerate(zip(versions_then, now)):
         if current is not None and current != (then or 0):
             return i, then or 0, current
     return None

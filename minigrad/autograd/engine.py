@@ -156,7 +156,7 @@ def _gradient_of_output(node, index, output_grads):
     if grad is None:
         shape, dtype, xp = node.output_specs[index]
         return Tensor._make(xp.zeros(shape, dtype))
-    if tensor is not None:
+    if tensor is not None and (tensor._hooks or tensor._retains_grad):
         grad = _run_hooks(tensor, grad)
         if tensor._retains_grad:
             detached = grad if modes.grad_enabled else grad.detach()
@@ -174,9 +174,9 @@ def _run_hooks(tensor, grad):
 def _as_input_grad(node, arg, grad):
     """The gradient a node's backward returned for input ``arg``, in arg's dtype (float32 *
     float64 gives a float64 gradient; x keeps float32); an error where its shape differs."""
-    if grad.shape != arg.shape:
+    if grad.array.shape != arg.array.shape:
         raise errors.gradient_of_wrong_shape(node, arg, grad)
-    return grad.to(arg.dtype) if grad.dtype != arg.dtype else grad
+    return grad if grad.array.dtype == arg.array.dtype else grad.to(arg.dtype)
 
 
 def accumulate_into_leaf(leaf, grad, create_graph: bool = False) -> None:

@@ -49,6 +49,7 @@ class Context:
     _versions = _kernel_versions = None  # of what was saved (see minigrad/versions.py)
     edge_grad_norms = None  # filled by backward inside viz.record_grads()
     seq, saved_bytes, _freed = -1, 0, False
+    last_write_seq = -1  # of the newest node of a write in place (set by ops/inplace.py)
 
     @property
     def name(self) -> str:
@@ -56,10 +57,9 @@ class Context:
 
     @property
     def inputs(self) -> tuple:  # each as the op read it: a later write in place is undone
-        for arg in self._inputs:  # (by the write's node, see ops/inplace.py)
-            if getattr(arg, "grad_fn", None) is not None and arg.grad_fn.seq > self.seq:
-                return tuple([_as_read_at(a, self.seq) for a in self._inputs])
-        return self._inputs
+        if self.seq > Context.last_write_seq:  # (no write in place since this op ran)
+            return self._inputs
+        return tuple([_as_read_at(arg, self.seq) for arg in self._inputs])  # (ops/inplace.py)
 
     def save_for_backward(self, *values) -> None:
         """Keep arrays (or Tensors) for backward; read them back with ``saved_tensors``."""
@@ -109,7 +109,7 @@ class Context:
 
     def count_saved_bytes(self) -> int:
         saved = (*self._saved, *self._kernel_saved)
-        return self.saved_bytes if self._freed else sum(getattr(v, "nbytes", 0) for v in saved)
+        return self.saved_bytes if self._freed else sum([getattr(v, "nbytes", 0) for v in saved])
 
 
 class Function:
@@ -133,27 +133,28 @@ class Function:
         tensors = [arg for arg in args if isinstance(arg, Tensor)]
         arrays = [arg.array if isinstance(arg, Tensor) else arg for arg in args]
         array_type = type(tensors[0].array) if tensors else np.ndarray
-        if any(type(t.array) is not array_type for t in tensors):
+        if len(tensors) > 1 and any(type(t.array) is not array_type for t in tensors):
             errors.check_same_device(cls.__name__, tensors)
         ctx = Context()
         ctx.kernel = fast.kernel_for(cls, array_type)  # the one place the fast layer enters
-        forward = cls.forward if ctx.kernel is None else ctx.kernel.forward
         try:
-            output = forward(ctx, *arrays, **options)
+            output = (ctx.kernel or cls).forward(ctx, *arrays, **options)
         except errors.MinigradError:
             raise
         except (ValueError, IndexError, TypeError) as error:
             raise errors.op_error(cls.__name__, tensors, error) from None
 
         several = type(output) is tuple
-        outputs = [_as_array(out, ctx, arrays) for out in (output if several else (output,))]
+        outputs = [_as_array(out, ctx, arrays) for out in output] if several else [output]
+        if not several and type(output) is not array_type:  # (a NumPy scalar, a number)
+            outputs = [_as_array(output, ctx, arrays)]
         if modes.anomaly:
             errors.check_finite(cls.__name__, "forward", outputs, tensors)
-        requires_grad = modes.grad_enabled and any(t.requires_grad for t in tensors)
-        node = ctx if requires_grad else None
-        results = [Tensor._make(out, requires_grad, node, i) for i, out in enumerate(outputs)]
-        if requires_grad:
-            needs = tuple([isinstance(arg, Tensor) and arg.requires_grad for arg in args])
+        if not (modes.grad_enabled and True in [t._requires_grad for t in tensors]):
+            results = [Tensor._make(out) for out in outputs]
+        else:
+            results = [Tensor._make(out, True, ctx, i) for i, out in enumerate(outputs)]
+            needs = tuple([isinstance(arg, Tensor) and arg._requires_grad for arg in args])
             record(ctx, cls, args, needs, results)
         return tuple(results) if several else results[0]
 
@@ -166,8 +167,7 @@ def next_sequence_number() -> int:
 
 def record(ctx, function, inputs, needs_input_grad, outputs) -> None:
     """Make ``ctx`` the graph node of a call: the op, its inputs, (weak references to) its
-    outputs, and for several outputs their shapes (zeros stand in for the gradient of one
-    that is dropped unused)."""
+    outputs, and for several outputs their shapes (for zeros in place of one dropped unused)."""
     ctx.function, ctx._inputs, ctx.needs_input_grad = function, inputs, needs_input_grad
     ctx.outputs = tuple([weakref.ref(out) for out in outputs])
     if len(outputs) > 1:

@@ -45,6 +45,7 @@ import weakref
 import numpy as np
 
 from minigrad import backend, versions
+from minigrad.autograd.function import Context
 from minigrad.autograd.grad_mode import modes, no_grad
 from minigrad.errors import ShapeError
 from minigrad.ops import conversion, indexing
@@ -226,6 +227,7 @@ def record_write(self: Tensor, compute, symbol: str) -> Tensor:
     self.array, self.grad_fn, self._output_index = result.array, result.grad_fn, 0
     self._requires_grad = True
     result.grad_fn.outputs = (weakref.ref(self),)
+    Context.last_write_seq = result.grad_fn.seq  # (ops that read self before: Context.inputs)
     return self
 
 
