@@ -94,6 +94,13 @@ def backward_of_non_scalar(shape) -> RuntimeError:
     )
 
 
+def seed_of_wrong_shape(shape, output_shape) -> RuntimeError:
+    return RuntimeError(
+        f"backward: gradient has shape {shape} but the output has shape {output_shape}; "
+        "they must match"
+    )
+
+
 def gradient_of_wrong_shape(node, arg, grad) -> RuntimeError:
     position = next(i for i, a in enumerate(node.inputs) if a is arg)
     return RuntimeError(

@@ -26,8 +26,7 @@ class Tensor:
 
     def __init__(self, array, requires_grad: bool = False):
         """Wrap an array as it is (no copy, no dtype change); use ``mg.tensor`` for data."""
-        if isinstance(array, Tensor):
-            array = array.array
+        array = array.array if isinstance(array, Tensor) else array
         if not hasattr(array, "shape") or isinstance(array, np.generic):
             array = np.asarray(array)
         self.array = array

@@ -82,10 +82,7 @@ def _seed_gradient(output, gradient):
     if not isinstance(gradient, Tensor):  # (an array or a list)
         gradient = Tensor._make(xp.asarray(gradient, output.dtype))
     if gradient.shape != output.shape:
-        raise RuntimeError(
-            f"backward: gradient has shape {gradient.shape} but the output has shape "
-            f"{output.shape}; they must match"
-        )
+        raise errors.seed_of_wrong_shape(gradient.shape, output.shape)
     return gradient.to(output.dtype)  # as PyTorch: the seed takes the output's dtype
 
 
@@ -119,11 +116,15 @@ def _pass_on(tensor, grad, pending, leaf_grads) -> None:
     """Add ``grad`` (dL/d tensor) to what ``tensor`` has received so far."""
     if tensor.grad_fn is None:  # a leaf
         before = leaf_grads.get(id(tensor))
-        leaf_grads[id(tensor)] = (tensor, grad if before is None else before[1] + grad)
+        leaf_grads[id(tensor)] = (tensor, grad if before is None else _sum(before[1], grad))
     else:
         received = pending.setdefault(tensor.grad_fn, {})
         before = received.get(tensor._output_index)
-        received[tensor._output_index] = grad if before is None else before + grad
+        received[tensor._output_index] = grad if before is None else _sum(before, grad)
+
+
+def _sum(a, b):  # a + b of two gradients: outside create_graph no graph node to record
+    return a + b if modes.grad_enabled else Tensor._make(a.array + b.array)
 
 
 def _backward_node(node, output_grads) -> tuple:

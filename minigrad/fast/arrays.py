@@ -96,7 +96,8 @@ def matmul(a, b, add=None, out=None):
     matrix, or matrices of a batch), one on the helper thread while BLAS runs on one thread;
     each thread adds ``add`` to its half while it is still in cache."""
     macs = a.size * b.shape[-1] if a.ndim >= 2 and b.ndim >= 2 else 0
-    helper = _helper_for(macs, a.shape[0], PRODUCT_MIN_SIZE) if _pairs_rows(a, b) else None
+    splits = macs >= PRODUCT_MIN_SIZE and _pairs_rows(a, b)
+    helper = _helper_for(macs, a.shape[0], PRODUCT_MIN_SIZE) if splits else None
     if helper is None:
         return _whole(macs, lambda: _product(a, b, add, out))
     if out is None:
