@@ -124,6 +124,18 @@ CASES = {
     "pow 3 non-contiguous": ("Pow", lambda x: ops.pow(x, 3), [transposed(normal(64, 128))]),
     "pow other exponent": ("Pow", lambda x: ops.pow(x, 2.5), [np.abs(normal(4, 5)) + 0.5]),
     "pow tensor exponent": ("Pow", ops.pow, [np.abs(normal(4, 5)) + 0.5, normal(4, 5)]),
+    "reshape": ("Reshape", lambda x: x.reshape(4, 2, 5), [normal(8, 5)]),
+    "reshape non-contiguous": (
+        "Reshape",
+        lambda x: x.reshape(-1, 64),
+        [transposed(normal(8, 64, 32))],
+    ),
+    "permute": ("Permute", lambda x: x.permute(2, 0, 3, 1), [normal(2, 3, 4, 5)]),
+    "permute non-contiguous": (
+        "Permute",
+        lambda x: x.transpose(1, 2),
+        [transposed(normal(16, 64, 128))],
+    ),
     "embedding small": (
         "EmbeddingBackward",
         lambda i, w: ops.embedding(i, w),

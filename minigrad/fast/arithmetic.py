@@ -4,7 +4,8 @@ for a small whole exponent by multiplication.
 - ``a + b`` and ``a * b`` of a big float result (``HALVES_MIN_SIZE`` values) run in two
   halves of its first axis, one on the helper thread (``arrays.by_rows``); an operand that
   is broadcast along that axis (an attention mask, a scale) is read whole by both halves.
-  Smaller ones are one NumPy call, as in the reference. Backward is the reference's.
+  Smaller ones are one NumPy call, as in the reference. Add's backward is the reference's;
+  Mul's computes the reference's products on the arrays, without building Tensor ops.
 - NumPy's power takes a shortcut for the exponents 2, 0.5 and -1 (a square, a square root,
   a reciprocal), but for any other, ``x ** 3`` included, it calls the general ``pow`` on
   every value, which costs many times the multiplications ``x * x * x``. So for p = 3 and 4
@@ -20,7 +21,7 @@ import numpy as np
 
 from minigrad import fast
 from minigrad.fast.arrays import by_rows
-from minigrad.ops._helpers import shape_of
+from minigrad.ops._helpers import shape_of, sum_array_to
 from minigrad.ops.arithmetic import Pow
 from minigrad.tensor import Tensor
 
@@ -40,8 +41,6 @@ class AddKernel:
 
 @fast.register("Mul", "cpu")
 class MulKernel:
-    backward = None  # the reference's: dL/da = g * b, dL/db = g * a
-
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = shape_a, shape_b = shape_of(a), shape_of(b)  # what Mul.backward reads
@@ -49,6 +48,20 @@ class MulKernel:
             a if shape_b is not None else None, b if shape_a is not None else None
         )
         return in_halves(np.multiply, a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        # the reference's dL/da = g * b, dL/db = g * a on the arrays: no Tensor ops to build
+        a, b = ctx.saved_arrays
+        (shape_a, shape_b), g = ctx.shapes, grad.array
+        grad_a = _product_grad(g, b, shape_a) if ctx.needs_input_grad[0] else None
+        grad_b = _product_grad(g, a, shape_b) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b
+
+
+def _product_grad(grad, other, shape):
+    """g * other summed to ``shape``, as a Tensor (of a 0-d array: NumPy makes a scalar)."""
+    return Tensor._make(np.asarray(sum_array_to(grad * other, shape)))
 
 
 def in_halves(ufunc, a, b):

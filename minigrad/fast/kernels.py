@@ -10,8 +10,10 @@ from minigrad.fast import (
     linalg,
     loss,
     normalization,
+    shape,
 )
 
 __all__ = [
     "activation", "adam", "arithmetic", "cuda", "embedding", "linalg", "loss", "normalization",
+    "shape",
 ]  # fmt: skip
