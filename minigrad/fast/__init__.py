@@ -4,7 +4,8 @@ Every op in ``minigrad.ops`` is written as its *reference*: a forward in plain a
 a backward on Tensors, the way the math reads. This package holds the other way to compute
 some of them: *kernels*. A kernel computes what its op's reference computes, with tricks a
 learner need not read: a helper thread for the second core (``threads``), fewer passes over
-memory and less per-call overhead on small arrays (``arrays``), a table for the normal CDF,
+memory and less per-call overhead on small arrays (``arrays``), backward on the arrays where
+the reference's builds Tensor ops that need no graph (``shape``), a table for the normal CDF,
 fused CuPy kernels on the GPU (``cuda``).
 
 A kernel is registered for an op by the op's name and a device::
