@@ -57,6 +57,23 @@ def test_diamond_graph_runs_each_node_once(device):
     np.testing.assert_allclose(x.grad.numpy(), e * (3.0 + (1 - np.tanh(e) ** 2)), rtol=1e-12)
 
 
+def test_an_op_that_read_a_tensor_before_a_write_in_place_sees_the_old_values(device):
+    """x += exp(x): exp read x as it was, so dL/da = 2 (1 + exp(2a)), with no cycle; an op
+    that runs after the write reads the new x (x * x below: d(x_new^2)/da)."""
+    values = np.array([0.1, -0.3, 0.5])
+    a = leaf(values, device)
+    x = a * 2.0
+    x += x.exp()
+    x.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), 2.0 * (1.0 + np.exp(2.0 * values)), rtol=1e-12)
+    b = leaf(values, device)
+    y = b * 2.0
+    y += y.exp()
+    (y * y).sum().backward()
+    new, slope = 2.0 * values + np.exp(2.0 * values), 2.0 * (1.0 + np.exp(2.0 * values))
+    np.testing.assert_allclose(b.grad.numpy(), 2.0 * new * slope, rtol=1e-12)
+
+
 # -- hooks and retain_grad -----------------------------------------------------------------
 
 
