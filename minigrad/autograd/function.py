@@ -145,9 +145,9 @@ class Function:
             raise errors.op_error(cls.__name__, tensors, error) from None
 
         several = type(output) is tuple
-        outputs = [_as_array(out, ctx, arrays) for out in output] if several else [output]
-        if not several and type(output) is not array_type:  # (a NumPy scalar, a number)
-            outputs = [_as_array(output, ctx, arrays)]
+        outputs = list(output) if several else [output]
+        if several or type(output) is not array_type:  # (NumPy's reductions give scalars)
+            outputs = [_as_array(out, ctx, arrays) for out in outputs]
         if modes.anomaly:
             errors.check_finite(cls.__name__, "forward", outputs, tensors)
         if not (modes.grad_enabled and True in [t._requires_grad for t in tensors]):

@@ -9,7 +9,7 @@ each. These kernels take the inverse view of the gradient's array instead.
 from __future__ import annotations
 
 from minigrad import fast
-from minigrad.ops.shape import Permute, Reshape
+from minigrad.ops.shape import Permute, Reshape, inverse_permutation
 from minigrad.tensor import Tensor
 
 
@@ -28,5 +28,4 @@ class PermuteKernel:
 
     @staticmethod
     def backward(ctx, grad):
-        inverse = sorted(range(len(ctx.axes)), key=ctx.axes.__getitem__)
-        return Tensor._make(grad.array.transpose(inverse)), None
+        return Tensor._make(grad.array.transpose(inverse_permutation(ctx.axes))), None

@@ -35,10 +35,14 @@ class Permute(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        inverse = tuple(sorted(range(len(ctx.axes)), key=ctx.axes.__getitem__))
-        # apply, not permute(): an inverse permutation needs none of permute's checks (19 of
-        # the 56 backward nodes of a tiny GPT's step are permutes and reshapes)
-        return Permute.apply(grad, inverse), None
+        # apply, not permute(): an inverse permutation needs none of permute's checks
+        return Permute.apply(grad, inverse_permutation(ctx.axes)), None
+
+
+def inverse_permutation(axes: tuple) -> tuple:
+    """The axes that undo ``axes``: where each axis went (permuting by one, then the other,
+    gives the identity)."""
+    return tuple(sorted(range(len(axes)), key=axes.__getitem__))
 
 
 class BroadcastTo(Function):
