@@ -37,7 +37,7 @@ SIZES = [
     ("LongTensor(data)", lambda m: m.LongTensor([1, 2, 3])),
     ("LongTensor(sizes)", lambda m: m.LongTensor(2, 3) * 0),
     ("FloatTensor(data)", lambda m: m.FloatTensor([[1, 2]])),
-    ("FloatTensor(size)", lambda m: m.FloatTensor(3) * 0),
+    ("FloatTensor(size)", lambda m: m.FloatTensor(3).zero_()),  # (uninitialized: NaN * 0 is NaN)
     ("DoubleTensor", lambda m: m.DoubleTensor([0.5])),
     ("BoolTensor", lambda m: m.BoolTensor([1, 0])),
     ("IntTensor", lambda m: m.IntTensor([1, 2])),
