@@ -60,7 +60,11 @@ def by_rows(rows: int, size: int, compute, min_size: int = PRODUCT_MIN_SIZE) -> 
     small or there is one thread, as part 0 over all rows. Returns the number of parts."""
     helper = _helper_for(size, rows, min_size)
     if helper is None:
-        _whole(size, lambda: compute(0, 0, rows))
+        if _blas_on_one_thread(size):
+            with threads.blas().one_thread():
+                compute(0, 0, rows)
+        else:
+            compute(0, 0, rows)
         return 1
     mine = helper.split(rows, size)
     helper.run(lambda: compute(1, mine, rows), lambda: compute(0, 0, mine), (size, mine / rows))
@@ -81,13 +85,11 @@ def _helper_for(size: int, rows: int, min_size: int = PARALLEL_MIN_SIZE):
     return helper
 
 
-def _whole(size: int, compute):
-    """``compute()`` on this thread alone; with BLAS held at one thread too where minigrad
-    computes on one thread and the work is big enough for BLAS to start its own."""
-    if size >= BLAS_THREADS_MIN_SIZE and _on_one_thread():
-        with threads.blas().one_thread():
-            return compute()
-    return compute()
+def _blas_on_one_thread(size: int) -> bool:
+    """Whether work of ``size`` computed on this thread alone should hold BLAS at one thread
+    too: where minigrad computes on one thread and the work is big enough for BLAS to start
+    its own."""
+    return size >= BLAS_THREADS_MIN_SIZE and _on_one_thread()
 
 
 def matmul(a, b, add=None, out=None):
@@ -99,7 +101,10 @@ def matmul(a, b, add=None, out=None):
     splits = macs >= PRODUCT_MIN_SIZE and _pairs_rows(a, b)
     helper = _helper_for(macs, a.shape[0], PRODUCT_MIN_SIZE) if splits else None
     if helper is None:
-        return _whole(macs, lambda: _product(a, b, add, out))
+        if _blas_on_one_thread(macs):
+            with threads.blas().one_thread():
+                return _product(a, b, add, out)
+        return _product(a, b, add, out)
     if out is None:
         out = np.empty(a.shape[:-1] + b.shape[-1:], a.dtype)
     mine = helper.split(a.shape[0], macs)
