@@ -115,10 +115,11 @@ def too_few_gradients(node, grads) -> RuntimeError:
     )
 
 
-def modified_in_place(op: str, array, then: int, now: int) -> RuntimeError:
+def modified_in_place(op: str, array, version: int) -> RuntimeError:
     return RuntimeError(
         f"{op} backward: one of the variables needed for gradient computation has been "
         f"modified by an inplace operation: the array of shape {tuple(array.shape)} "
-        f"({array.dtype}) that {op} saved for backward is at version {now}; expected version "
-        f"{then}. Change a copy instead (y = y + 1, or y.clone()), or change it before the op"
+        f"({array.dtype}) that {op} saved for backward was written in place after {op} ran "
+        f"(it is at version {version} now). Change a copy instead (y = y + 1, or y.clone()), "
+        f"or change it before the op"
     )

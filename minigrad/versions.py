@@ -4,8 +4,12 @@ Backward reads the arrays that forward saved. If one was changed in place in bet
 (``y = x.exp(); y.add_(1)`` under ``no_grad``, or ``y.data[...] = 0``), the gradient would be
 silently wrong. So, as in PyTorch, every in-place write that goes through minigrad
 (``add_``, ``t[i] = v``, ``zero_``, an optimizer's step...) bumps the version of the memory it
-wrote, an op notes the versions of what it saves, and backward refuses to use an array whose
-version moved on.
+wrote, and backward refuses to use an array written after the op saved it.
+
+Every write gets a serial number, and each memory remembers the number of its latest write.
+An op notes only the number of the latest write when it saves (``read``): one integer,
+whatever it saves. An array was written since if its memory's latest write is newer
+(``changed``); while nothing at all was written since, that is one comparison.
 
 The count belongs to the memory, not to a Tensor: ``t.data``, ``t.detach()`` and NumPy views
 of one array share it. Writes straight into ``t.array`` are not seen.
@@ -15,8 +19,9 @@ from __future__ import annotations
 
 import weakref
 
-_counts: dict[int, int] = {}  # id(memory owner) -> writes so far; empty until the first write
-_writes = 0  # every write so far, all memory together
+_counts: dict[int, int] = {}  # id(memory owner) -> writes into it so far (its version)
+_latest: dict[int, int] = {}  # id(memory owner) -> the serial number of its latest write
+_writes = 0  # every write so far, all memory together: the serial number of the latest
 
 
 def _owner(array):
@@ -35,33 +40,32 @@ def bump(*arrays) -> None:
         if key not in _counts:
             _counts[key] = 0
             try:  # forget the count with the memory (its id may be reused afterwards)
-                weakref.finalize(owner, _counts.pop, key, None)
+                weakref.finalize(owner, _forget, key)
             except TypeError:  # an owner that cannot be weakly referenced: keep the count
                 pass
         _counts[key] += 1
+        _latest[key] = _writes
 
 
-def read(values: tuple) -> tuple:
-    """(writes so far, the version of each of ``values``: None for what is not an array);
-    the versions are None while nothing has been written in place at all."""
-    if not _counts:
-        return _writes, None
-    return _writes, tuple(
-        [_counts.get(id(_owner(v)), 0) if hasattr(v, "shape") else None for v in values]
-    )
+def _forget(key: int) -> None:
+    _counts.pop(key, None)
+    _latest.pop(key, None)
 
 
-def changed(values: tuple, saved: tuple | None) -> tuple | None:
-    """(position, version then, version now) of the first of ``values`` written in place
-    since ``saved = read(values)``; None if none was."""
-    writes_then, versions_then = saved or (_writes, None)
-    if writes_then == _writes:  # nothing at all written since (the common case)
+def read(values: tuple) -> int:
+    """What an op notes when it saves ``values``: the serial number of the latest write so
+    far (any later write into one of them has a higher one)."""
+    return _writes
+
+
+def changed(values: tuple, then: int | None) -> tuple | None:
+    """(position, version now) of the first of ``values`` written in place since
+    ``then = read(values)``; None if none was."""
+    if then is None or then == _writes:  # nothing at all written since (the common case)
         return None
-    now = read(values)[1]
-    if now is None:
-        return None
-    versions_then = versions_then or (0,) * len(values)
-    for i, (then, current) in enumerate(zip(versions_then, now)):
-        if current is not None and current != (then or 0):
-            return i, then or 0, current
+    for position, value in enumerate(values):
+        if hasattr(value, "shape"):
+            key = id(_owner(value))
+            if _latest.get(key, 0) > then:
+                return position, _counts[key]
     return None
