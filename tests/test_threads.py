@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -646,3 +647,45 @@ def _exit_code_of(pid: int, seconds: float):
     os.kill(pid, 9)
     os.waitpid(pid, 0)
     return "hung"
+
+
+# A park (the watchdog's, or set_num_threads(1)) may come just after the helper answered a
+# task and before it is back at its wait for the next: here the helper is held up there on
+# purpose, as a busy machine may hold up its thread. The park must still find it.
+PARK_AFTER_AN_ANSWER = """
+import threading, time
+from minigrad.fast import threads
+
+if {sleeping}:
+    threads._SPIN_LOCK = None  # the helper of a C library without spin locks
+helper = threads.Helper()
+answer = helper._done.release
+
+
+def answer_then_lose_the_cpu():
+    answer()
+    if threading.current_thread().name == "minigrad-helper":
+        time.sleep(0.02)
+
+
+helper._done.release = answer_then_lose_the_cpu
+for _ in range(5):
+    helper.run(lambda: None, lambda: None)
+    helper.park()
+print("parked")
+"""
+
+
+@pytest.mark.parametrize("sleeping", [False, True], ids=["spinning", "sleeping"])
+def test_a_park_just_after_the_helper_answered_finds_it(sleeping):
+    if not sleeping and threads._SPIN_LOCK is None:
+        pytest.skip("no pthread spin locks in this C library")
+    code = PARK_AFTER_AN_ANSWER.format(sleeping=sleeping)
+    try:
+        run = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=30
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("park waited forever for a helper that had gone to sleep")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["parked"]

@@ -251,16 +251,21 @@ class Helper:
 
     def _serve(self) -> None:  # the helper thread
         self._helper_id = threading.get_native_id()
+        self._awake.wait()  # asleep until the first task wakes us
         while True:
-            self._awake.wait()  # asleep until a task wakes us
             self._post.acquire()  # spinning until a task (or a nap) is posted
             task, self._task = self._task, None
-            if task is not _NAP:
-                try:
-                    task()
-                except BaseException as error:  # handed to the thread that waits
-                    self._error = error
-                self._finished = time.perf_counter()
+            if task is _NAP:
+                self._done.release()
+                self._awake.wait()  # asleep until a task wakes us again
+                continue
+            try:
+                task()
+            except BaseException as error:  # handed to the thread that waits
+                self._error = error
+            self._finished = time.perf_counter()
+            # straight back to the spin, never to the wait: a nap posted meanwhile (parking
+            # clears _awake first) must find us at the post, or its parker would wait forever
             self._done.release()
 
     def _wake(self) -> None:  # called with _busy held
