@@ -46,7 +46,7 @@ class Context:
     # class-level defaults: a Context costs nothing until an op sets something
     function = kernel = None
     _inputs = outputs = needs_input_grad = _saved = _kernel_saved = ()
-    _versions = _kernel_versions = None  # of what was saved (see minigrad/versions.py)
+    _versions = _kernel_versions = None  # the latest write when saved (minigrad/versions.py)
     edge_grad_norms = None  # filled by backward inside viz.record_grads()
     seq, saved_bytes, _freed = -1, 0, False
     last_write_seq = -1  # of the newest node of a write in place (set by ops/inplace.py)
@@ -82,11 +82,11 @@ class Context:
     def kernel_saved(self) -> tuple:
         return self._checked(self._kernel_saved, self._kernel_versions)
 
-    def _checked(self, saved: tuple, versions_then) -> tuple:
+    def _checked(self, saved: tuple, written_then) -> tuple:
         """``saved``, unless backward has freed it or a write in place has changed it since."""
         if self._freed:
             raise errors.saved_arrays_freed(self.name)
-        if (change := versions.changed(saved, versions_then)) is not None:
+        if (change := versions.changed(saved, written_then)) is not None:
             raise errors.modified_in_place(self.name, saved[change[0]], *change[1:])
         return saved
 
