@@ -133,7 +133,7 @@ class Function:
         tensors = [arg for arg in args if isinstance(arg, Tensor)]
         arrays = [arg.array if isinstance(arg, Tensor) else arg for arg in args]
         array_type = type(tensors[0].array) if tensors else np.ndarray
-        if len(tensors) > 1 and any(type(t.array) is not array_type for t in tensors):
+        if len(tensors) > 1 and True in [type(t.array) is not array_type for t in tensors]:
             errors.check_same_device(cls.__name__, tensors)
         ctx = Context()
         ctx.kernel = fast.kernel_for(cls, array_type)  # the one place the fast layer enters
@@ -150,11 +150,11 @@ class Function:
             outputs = [_as_array(out, ctx, arrays) for out in outputs]
         if modes.anomaly:
             errors.check_finite(cls.__name__, "forward", outputs, tensors)
-        if not (modes.grad_enabled and True in [t._requires_grad for t in tensors]):
+        needs = tuple([isinstance(arg, Tensor) and arg._requires_grad for arg in args])
+        if not (modes.grad_enabled and True in needs):
             results = [Tensor._make(out) for out in outputs]
         else:
             results = [Tensor._make(out, True, ctx, i) for i, out in enumerate(outputs)]
-            needs = tuple([isinstance(arg, Tensor) and arg._requires_grad for arg in args])
             record(ctx, cls, args, needs, results)
         return tuple(results) if several else results[0]
 
