@@ -103,7 +103,7 @@ class Context:
 
     def free_saved(self) -> None:
         """Drop what forward saved (backward calls this unless retain_graph=True)."""
-        self.saved_bytes = self.count_saved_bytes()
+        self.saved_bytes = self.count_saved_bytes() if self._saved or self._kernel_saved else 0
         self._saved = self._kernel_saved = ()
         self._freed = True
 
