@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import weakref
 
-_counts: dict[int, int] = {}  # id(memory owner) -> writes into it so far (its version)
-_latest: dict[int, int] = {}  # id(memory owner) -> the serial number of its latest write
+# id(memory owner) -> (its version: the writes into it so far, the serial number of the latest)
+_memory: dict[int, tuple[int, int]] = {}
 _writes = 0  # every write so far, all memory together: the serial number of the latest
 
 
@@ -37,35 +37,29 @@ def bump(*arrays) -> None:
     for array in arrays:
         owner = _owner(array)
         key = id(owner)
-        if key not in _counts:
-            _counts[key] = 0
+        if key not in _memory:
+            _memory[key] = (0, 0)
             try:  # forget the count with the memory (its id may be reused afterwards)
-                weakref.finalize(owner, _forget, key)
+                weakref.finalize(owner, _memory.pop, key, None)
             except TypeError:  # an owner that cannot be weakly referenced: keep the count
                 pass
-        _counts[key] += 1
-        _latest[key] = _writes
+        _memory[key] = (_memory[key][0] + 1, _writes)
 
 
-def _forget(key: int) -> None:
-    _counts.pop(key, None)
-    _latest.pop(key, None)
-
-
-def read(values: tuple) -> int:
-    """What an op notes when it saves ``values``: the serial number of the latest write so
-    far (any later write into one of them has a higher one)."""
+def read() -> int:
+    """What an op notes when it saves arrays: the serial number of the latest write so far
+    (any later write into one of them has a higher one)."""
     return _writes
 
 
 def changed(values: tuple, then: int | None) -> tuple | None:
     """(position, version now) of the first of ``values`` written in place since
-    ``then = read(values)``; None if none was."""
+    ``then = read()``, noted when they were saved; None if none was."""
     if then is None or then == _writes:  # nothing at all written since (the common case)
         return None
     for position, value in enumerate(values):
         if hasattr(value, "shape"):
-            key = id(_owner(value))
-            if _latest.get(key, 0) > then:
-                return position, _counts[key]
+            version, latest = _memory.get(id(_owner(value)), (0, 0))
+            if latest > then:
+                return position, version
     return None

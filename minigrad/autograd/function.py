@@ -63,11 +63,11 @@ class Context:
 
     def save_for_backward(self, *values) -> None:
         """Keep arrays (or Tensors) for backward; read them back with ``saved_tensors``."""
-        self._saved, self._versions = values, versions.read(values)
+        self._saved, self._versions = values, versions.read()
 
     def save_for_kernel(self, *values) -> None:
         """Keep arrays for a kernel's backward (``kernel_saved``), freed with the rest."""
-        self._kernel_saved, self._kernel_versions = values, versions.read(values)
+        self._kernel_saved, self._kernel_versions = values, versions.read()
 
     @property
     def saved_tensors(self) -> tuple:
