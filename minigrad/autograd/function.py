@@ -150,12 +150,12 @@ class Function:
             outputs = [_as_array(out, ctx, arrays) for out in outputs]
         if modes.anomaly:
             errors.check_finite(cls.__name__, "forward", outputs, tensors)
-        needs = tuple([isinstance(arg, Tensor) and arg._requires_grad for arg in args])
-        if not (modes.grad_enabled and True in needs):
+        needs = modes.grad_enabled and [isinstance(a, Tensor) and a._requires_grad for a in args]
+        if not (needs and True in needs):
             results = [Tensor._make(out) for out in outputs]
         else:
             results = [Tensor._make(out, True, ctx, i) for i, out in enumerate(outputs)]
-            record(ctx, cls, args, needs, results)
+            record(ctx, cls, args, tuple(needs), results)
         return tuple(results) if several else results[0]
 
 
