@@ -19,6 +19,7 @@ import pytest
 import minigrad as mg
 from minigrad.fast import arrays, threads
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIG = arrays.PARALLEL_MIN_SIZE  # values: in_two_halves shares arrays of this size
 WAITED_FOR_CPU_NS = threads._waited_for_cpu_ns  # (the tests below replace it)
 
@@ -682,8 +683,8 @@ def test_a_park_just_after_the_helper_answered_finds_it(sleeping):
         pytest.skip("no pthread spin locks in this C library")
     code = PARK_AFTER_AN_ANSWER.format(sleeping=sleeping)
     try:
-        run = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=30
+        run = subprocess.run(  # (run from the repository: the minigrad of this tree)
+            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30
         )
     except subprocess.TimeoutExpired:
         pytest.fail("park waited forever for a helper that had gone to sleep")
