@@ -79,6 +79,19 @@ def saved_arrays_freed(op_name: str) -> RuntimeError:
     )
 
 
+def requires_grad_of_non_float(dtype, shape) -> RuntimeError:
+    return RuntimeError(
+        f"only floating point tensors can require gradients, but this tensor has "
+        f"dtype {dtype} (shape {shape}); convert it with .float() first"
+    )
+
+
+def requires_grad_off_non_leaf() -> RuntimeError:
+    return RuntimeError(
+        "requires_grad can only be turned off on a leaf tensor; use .detach() instead"
+    )
+
+
 def backward_of_no_graph() -> RuntimeError:
     return RuntimeError(
         "backward: the tensor does not require grad and has no grad_fn: nothing in its "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minigrad import backend
+from minigrad import backend, errors
 from minigrad.hooks import RemovableHandle
 
 
@@ -29,10 +29,9 @@ class Tensor:
         array = array.array if isinstance(array, Tensor) else array
         if not hasattr(array, "shape") or isinstance(array, np.generic):
             array = np.asarray(array)
-        self.array = array
+        self.array, self._output_index = array, 0
         self.grad = self.grad_fn = self._hooks = self.name = None
         self._requires_grad = self._retains_grad = False
-        self._output_index = 0
         self.requires_grad = requires_grad  # (checks that the dtype can have a gradient)
 
     @classmethod
@@ -51,14 +50,9 @@ class Tensor:
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
         if value and self.array.dtype.kind not in "fc":
-            raise RuntimeError(
-                f"only floating point tensors can require gradients, but this tensor has "
-                f"dtype {self.array.dtype} (shape {self.shape}); convert it with .float() first"
-            )
+            raise errors.requires_grad_of_non_float(self.array.dtype, self.shape)
         if not value and self.grad_fn is not None:
-            raise RuntimeError(
-                "requires_grad can only be turned off on a leaf tensor; use .detach() instead"
-            )
+            raise errors.requires_grad_off_non_leaf()
         self._requires_grad = bool(value)
 
     @property

@@ -416,6 +416,16 @@ def test_autograd_grad_with_respect_to_intermediate_and_unused_tensors(device):
     assert du is None and h.grad is None and not h._retains_grad
 
 
+def test_autograd_grad_of_several_outputs_adds_their_seeded_gradients(device):
+    x = leaf([1.0, 2.0], device)
+    y, z = x * x, (x * 3.0).sum()  # dy/dx = 2x (seeded with g), dz/dx = 3
+    g = mg.tensor([1.0, -2.0], dtype=mg.float64, device=device)
+    (dx,) = mg.autograd.grad([y, z], [x], [g, None])
+    np.testing.assert_allclose(dx.numpy(), [2.0 * 1.0 + 3.0, 2.0 * 2.0 * -2.0 + 3.0])
+    with pytest.raises(ValueError, match="1 grad_outputs for 2 outputs"):
+        mg.autograd.grad([y, z], [x], [g])
+
+
 def test_autograd_grad_create_graph_gives_higher_derivatives(device):
     x = leaf([0.5, 2.0], device)
     (first,) = mg.autograd.grad((x**4).sum(), x, create_graph=True)

@@ -25,6 +25,7 @@ back as a constant. That is what makes ``grad * y`` above differentiable in ``x`
 
 from __future__ import annotations
 
+import itertools
 import weakref
 
 import numpy as np
@@ -33,7 +34,7 @@ from minigrad import errors, fast, versions
 from minigrad.autograd.grad_mode import modes
 from minigrad.backend import array_module, as_array
 
-_next_number = 0  # numbers the graph nodes in the order their ops ran
+_numbers = itertools.count()  # numbers the graph nodes in the order their ops ran
 
 
 class Context:
@@ -130,11 +131,19 @@ class Function:
         Tensor arguments are the op's inputs; any other argument (a Python number, an
         axis) and every keyword option is passed to forward as it is and gets no gradient.
         """
-        tensors = [arg for arg in args if isinstance(arg, Tensor)]
-        arrays = [arg.array if isinstance(arg, Tensor) else arg for arg in args]
+        arrays, tensors, needs = [], [], []  # per argument: as forward reads it, needs grad
+        for arg in args:
+            if isinstance(arg, Tensor):
+                tensors.append(arg)
+                needs.append(arg._requires_grad)
+                arg = arg.array
+            else:
+                needs.append(False)
+            arrays.append(arg)
         array_type = type(tensors[0].array) if tensors else np.ndarray
-        if len(tensors) > 1 and True in [type(t.array) is not array_type for t in tensors]:
-            errors.check_same_device(cls.__name__, tensors)
+        for other in tensors[1:]:  # (every Tensor on one device)
+            if type(other.array) is not array_type:
+                errors.check_same_device(cls.__name__, tensors)
         ctx = Context()
         ctx.kernel = fast.kernel_for(cls, array_type)  # the one place the fast layer enters
         try:
@@ -144,51 +153,54 @@ class Function:
         except (ValueError, IndexError, TypeError) as error:
             raise errors.op_error(cls.__name__, tensors, error) from None
 
-        several = type(output) is tuple
-        outputs = list(output) if several else [output]
-        if several or type(output) is not array_type:  # (NumPy's reductions give scalars)
-            outputs = [_as_array(out, ctx, arrays) for out in outputs]
-        if modes.anomaly:
-            errors.check_finite(cls.__name__, "forward", outputs, tensors)
-        needs = modes.grad_enabled and [isinstance(a, Tensor) and a._requires_grad for a in args]
-        if not (needs and True in needs):
-            results = [Tensor._make(out) for out in outputs]
-        else:
-            results = [Tensor._make(out, True, ctx, i) for i, out in enumerate(outputs)]
-            record(ctx, cls, args, tuple(needs), results)
-        return tuple(results) if several else results[0]
+        if type(output) is not array_type or modes.anomaly:  # several outputs, or a scalar
+            return _as_tensors(output, ctx, cls, args, arrays, tensors, needs)
+        if not (True in needs and modes.grad_enabled):
+            return Tensor._make(output)
+        result = Tensor._make(output, True, ctx, 0)
+        record(ctx, cls, args, tuple(needs), (result,))
+        return result
+
+
+def _as_tensors(output, ctx, function, args, arrays, tensors, needs):
+    """apply's ending for several outputs, a scalar (NumPy's reductions give them; where forward
+    saved it, as sqrt of a 0-d array does, its array takes its place) or detect_anomaly."""
+    several = type(output) is tuple
+    values = output if several else (output,)
+    outputs = [as_array(value, arrays) for value in values]
+    for value, array in zip(values, outputs):
+        ctx._saved = tuple([array if saved is value else saved for saved in ctx._saved])
+    if modes.anomaly:
+        errors.check_finite(function.__name__, "forward", outputs, tensors)
+    if not (True in needs and modes.grad_enabled):
+        results = [Tensor._make(out) for out in outputs]
+    else:
+        results = [Tensor._make(out, True, ctx, i) for i, out in enumerate(outputs)]
+        record(ctx, function, args, tuple(needs), results)
+    return tuple(results) if several else results[0]
 
 
 def next_sequence_number() -> int:
-    """The number the next node will get. ``nn.Module`` notes it before and after its forward,
-    so that every node numbered in between is known to come from that module call."""
-    return _next_number
+    """A number that no node gets: every node made later gets a bigger one. ``nn.Module`` takes
+    one before and one after its forward, so that every node numbered in between is known to
+    come from that module call."""
+    return next(_numbers)
 
 
 def record(ctx, function, inputs, needs_input_grad, outputs) -> None:
     """Make ``ctx`` the graph node of a call: the op, its inputs, (weak references to) its
     outputs, and for several outputs their shapes (for zeros in place of one dropped unused)."""
     ctx.function, ctx._inputs, ctx.needs_input_grad = function, inputs, needs_input_grad
-    ctx.outputs = tuple([weakref.ref(out) for out in outputs])
+    ctx.outputs = tuple(map(weakref.ref, outputs))
     if len(outputs) > 1:
         ctx.output_specs = [(out.shape, out.dtype, array_module(out.array)) for out in outputs]
-    global _next_number
-    ctx.seq, _next_number = _next_number, _next_number + 1
+    ctx.seq = next(_numbers)  # (one atomic call: no number is handed out twice)
 
 
 def _as_read_at(arg, seq: int):
     while getattr(arg, "grad_fn", None) is not None and arg.grad_fn.seq > seq:
         arg = arg.grad_fn._inputs[0]  # the version before the write
     return arg
-
-
-def _as_array(value, ctx, like):
-    """An output as an array (NumPy's reductions give scalars); where forward saved that very
-    scalar (sqrt of a 0-d array saves its output), the array takes its place there."""
-    array = as_array(value, like)
-    if array is not value and any(saved is value for saved in ctx._saved):
-        ctx._saved = tuple([array if saved is value else saved for saved in ctx._saved])
-    return array
 
 
 from minigrad.tensor import Tensor  # noqa: E402  (tensor.py imports this module first)

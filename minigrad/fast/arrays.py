@@ -89,7 +89,7 @@ def _blas_on_one_thread(size: int) -> bool:
     """Whether work of ``size`` computed on this thread alone should hold BLAS at one thread
     too: where minigrad computes on one thread and the work is big enough for BLAS to start
     its own."""
-    return size >= BLAS_THREADS_MIN_SIZE and _on_one_thread()
+    return size >= BLAS_THREADS_MIN_SIZE and threads.on_one_thread()
 
 
 def matmul(a, b, add=None, out=None):
@@ -140,12 +140,6 @@ def matmul_pair(first, second, outs=(None, None)) -> tuple:
 
     helper.run(second_product, first_product)
     return products[0], products[1]
-
-
-def _on_one_thread() -> bool:
-    """Whether minigrad computes on one thread now (set so, or backing off): then BLAS does
-    too, rather than start workers that spin on a core someone else needs."""
-    return threads.get_num_threads() < 2 or threads.backing_off()
 
 
 def _pairs_rows(a, b) -> bool:

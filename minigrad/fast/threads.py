@@ -382,6 +382,12 @@ def backing_off() -> bool:
     return _helper is not None and _helper.backing_off()
 
 
+def on_one_thread() -> bool:
+    """Whether minigrad computes on one thread now (set so, or backing off): then BLAS does
+    too, rather than start workers that spin on a core someone else needs."""
+    return _threads < 2 or _helper is not None and _helper.backing_off()
+
+
 def _forget_helper() -> None:
     global _helper
     _helper = None  # a forked child has no helper thread: it makes its own when needed
