@@ -52,6 +52,17 @@ CASES = {
     "softmax big": ("Softmax", lambda x: ops.softmax(x, -1), [normal(8, 64, 256, scale=3)]),
     "softmax dim 1": ("Softmax", lambda x: ops.softmax(x, 1), [normal(8, 64, 256, scale=3)]),
     "softmax big scores": ("Softmax", lambda x: ops.softmax(x, -1), [normal(8, 64, 64, scale=90)]),
+    # e^x overflows even in float64: the shifted form, along the rows and along another dim
+    "softmax overflowing rows": (
+        "Softmax",
+        lambda x: ops.softmax(x, -1),
+        [normal(8, 64, 256, scale=200)],
+    ),
+    "softmax overflowing dim 1": (
+        "Softmax",
+        lambda x: ops.softmax(x, 1),
+        [normal(8, 64, 256, scale=200)],
+    ),
     "softmax non-contiguous": (
         "Softmax",
         lambda x: ops.softmax(x, -1),
