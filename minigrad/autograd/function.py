@@ -153,7 +153,7 @@ class Function:
         except (ValueError, IndexError, TypeError) as error:
             raise errors.op_error(cls.__name__, tensors, error) from None
 
-        if type(output) is not array_type or modes.anomaly:  # several outputs, or a scalar
+        if type(output) is not array_type or modes.anomaly:  # several, a scalar, or checks
             return _as_tensors(output, ctx, cls, args, arrays, tensors, needs)
         if not (True in needs and modes.grad_enabled):
             return Tensor._make(output)
