@@ -134,7 +134,7 @@ def _sum(a, b):  # a + b of two gradients: outside create_graph no graph node to
 def _backward_node(node, inputs, output_grads, anomaly: bool) -> tuple:
     """The node's backward, given dL/d(each output): its kernel's outside create_graph, else
     its own; returns one gradient (or None) per input."""
-    tensor = node.outputs[0]() if len(node.outputs) == 1 and 0 in output_grads else None
+    tensor = node.outputs[0]() if len(node.outputs) == 1 else None  # (its grad: index 0)
     if tensor is not None and not (tensor._hooks or tensor._retains_grad):
         grads = (output_grads[0],)  # (one output, and nothing to do to its gradient)
     else:
@@ -177,11 +177,11 @@ def _run_hooks(tensor, grad):
 
 
 def _as_input_grad(node, arg, grad):
-    """The gradient a node's backward returned for input ``arg``, in arg's dtype (float32 *
-    float64 gives a float64 gradient; x keeps float32); an error where its shape differs."""
+    """A gradient of another shape or dtype than its input ``arg``: an error for the shape,
+    else cast to arg's dtype (float32 * float64 gives a float64 gradient; x keeps float32)."""
     if grad.array.shape != arg.array.shape:
         raise errors.gradient_of_wrong_shape(node, arg, grad)
-    return grad if grad.array.dtype == arg.array.dtype else grad.to(arg.dtype)
+    return grad.to(arg.dtype)
 
 
 from minigrad.tensor import Tensor  # noqa: E402  (tensor.py imports this module first)

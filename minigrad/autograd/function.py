@@ -88,7 +88,7 @@ class Context:
         if self._freed:
             raise errors.saved_arrays_freed(self.name)
         if (change := versions.changed(saved, written_then)) is not None:
-            raise errors.modified_in_place(self.name, saved[change[0]], *change[1:])
+            raise errors.modified_in_place(self.name, saved[change[0]], change[1])
         return saved
 
     def _as_tensor(self, value):
