@@ -71,7 +71,7 @@ class Gelu(Function):
         ctx.approximate = approximate
         ctx.save_for_backward(x)
         if approximate == "tanh":
-            u = SQRT_2_OVER_PI * (x + GELU_TANH_C * x**3)
+            u = SQRT_2_OVER_PI * (x + GELU_TANH_C * x * x * x)
             return 0.5 * x * (1.0 + xp_of(x).tanh(u))
         return x * normal_cdf(x)
 
@@ -92,7 +92,7 @@ class GeluDerivative(Function):
         ctx.save_for_backward(x)
         xp = xp_of(x)
         if approximate == "tanh":
-            t = xp.tanh(SQRT_2_OVER_PI * (x + GELU_TANH_C * x**3))
+            t = xp.tanh(SQRT_2_OVER_PI * (x + GELU_TANH_C * x * x * x))
             du = SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_TANH_C * x * x)
             return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du
         return normal_cdf(x) + x * xp.exp(-0.5 * x * x) * INV_SQRT_2PI
