@@ -39,7 +39,7 @@ SETTINGS = {
     "paths": dict(seeds=(0,), n_blocks=3, samples=4, d_model=32, n_heads=4, length=8, batch=1),
 }
 # tiny: every step runs, the numbers mean little (used by the tests)
-QUICK = {
+QUICK_SETTINGS = {
     "depth": dict(seeds=(0,), depths=(1, 2), d_model=16, n_heads=2, length=4, batch=1),
     "ln": dict(seeds=(0,), depths=(1, 2), batches=1, d_model=16, n_heads=2, train_steps=0),
     "paths": dict(seeds=(0,), n_blocks=2, samples=2, d_model=16, n_heads=2, length=4, batch=1),
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="examples/out", help="where tables and figures go")
     parser.add_argument("--quick", action="store_true", help="tiny settings (checks may fail)")
     args = parser.parse_args(argv)
-    settings = QUICK if args.quick else SETTINGS
+    settings = QUICK_SETTINGS if args.quick else SETTINGS
     folder = Path(args.out) / "05_studies"
 
     for name, options in settings.items():

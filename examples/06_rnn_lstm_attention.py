@@ -31,7 +31,7 @@ from minigrad.study.common import format_value
 from minigrad.viz.studies import save_study
 
 SETTINGS = dict(seeds=(0, 1), length=48, hidden=32, n_heads=4)
-QUICK = dict(seeds=(3, 4), length=12, hidden=8, n_heads=2)
+QUICK_SETTINGS = dict(seeds=(3, 4), length=12, hidden=8, n_heads=2)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="examples/out", help="where the table and figure go")
     parser.add_argument("--quick", action="store_true", help="tiny settings (checks may fail)")
     args = parser.parse_args(argv)
-    settings = QUICK if args.quick else SETTINGS
+    settings = QUICK_SETTINGS if args.quick else SETTINGS
 
     result = study.run("time", **settings)
     print(f"=== {result.title}  (T = {settings['length']}, hidden = {settings['hidden']})")

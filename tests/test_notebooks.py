@@ -4,6 +4,7 @@ at the quick settings (QUICK = True put after the settings cell, as papermill do
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import runpy
 from pathlib import Path
@@ -54,6 +55,28 @@ def test_the_check_fails_when_a_notebook_drifts(tmp_path, monkeypatch):
     drifted = make["build"](script)
     drifted.cells[4].source += "\n# edited in the notebook only"
     assert make["as_text"](drifted) != (FOLDER / "01_autograd_by_hand.ipynb").read_text("utf-8")
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_no_cell_after_the_settings_assigns_a_setting(name):
+    """QUICK, OUT and STEPS come from the settings cell alone: a script constant of that name
+    would overwrite it (a dict named QUICK would make every run the quick one)."""
+    import nbformat
+
+    notebook = nbformat.read(FOLDER / f"{name}.ipynb", as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and "parameters" not in cell.metadata.get("tags", []):
+            tree = ast.parse(cell.source)
+            names = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                     for t in node.targets if isinstance(t, ast.Name)}  # fmt: skip
+            assert not names & {"QUICK", "OUT", "STEPS"}, cell.source[:200]
+
+
+def test_a_script_constant_named_as_a_setting_is_refused(tmp_path):
+    script = tmp_path / "09_clash.py"
+    script.write_text('"""09 - A clash."""\n\nQUICK = {"steps": 1}\n\n\ndef main():\n    pass\n')
+    with pytest.raises(ValueError, match="QUICK hides the setting"):
+        maker()["build"](script)
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

@@ -24,11 +24,10 @@ import nbformat
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent
 
-SETUP = """\
+INSTALL = """\
 # minigrad must be importable: in a checkout, `pip install -e .` from its root; on Colab,
 # `%pip install "git+URL"` with the URL of minigrad's repository, then restart the runtime
-import minigrad as mg
-from pathlib import Path"""
+"""
 
 SETTINGS = """\
 QUICK = False  # True: the short settings the tests use
@@ -76,6 +75,8 @@ mg.viz.explore(loss, params=block)"""),
          "click the A = softmax(S) node for each head's attention map, labelled with the "
          "characters, and compare what block 0's two shortcuts hand back with their branches.",
          """\
+import minigrad as mg
+
 text = "\\n" + sentence(PROMPT_NOUN, "맛있다")
 ids = vocab.encode_array(text)
 _, loss = model(ids[None, :-1], ids[None, 1:])
@@ -86,7 +87,7 @@ mg.viz.explore(loss, params=model, tokens=display_tokens(text[:-1]))"""),
     ],
     "05_residual_studies": [
         ("for name, options in", "The figures, inline:",
-         "from IPython.display import Image, display\n\n"
+         "from IPython.display import Image\n\n"
          "for name in settings:\n    display(Image(filename=str(folder / f\"{name}.png\")))"),
     ],
     "06_rnn_lstm_attention": [
@@ -116,12 +117,13 @@ def build(script: Path) -> nbformat.NotebookNode:
     notebook = nbformat.v4.new_notebook()
     cells = notebook.cells
     cells.append(nbformat.v4.new_markdown_cell(_docstring_markdown(module)))
-    cells.append(nbformat.v4.new_code_cell(SETUP))
+    cells.append(nbformat.v4.new_code_cell(INSTALL + _imports(module, lines)))
     cells.append(nbformat.v4.new_code_cell(SETTINGS, metadata={"tags": ["parameters"]}))
-
-    imports = [_text(lines, node) for node in module.body if _is_import(node)]
-    cells.append(nbformat.v4.new_code_cell("\n".join(imports)))
-    constants = [_text(lines, node) for node in module.body if isinstance(node, ast.Assign)]
+    assigned = [node for node in module.body if isinstance(node, ast.Assign)]
+    for name in {t.id for node in assigned for t in node.targets if isinstance(t, ast.Name)}:
+        if name in OPTIONS.values():  # the settings cell's name would be overwritten
+            raise ValueError(f"{script.name}: a constant named {name} hides the setting")
+    constants = [_text(lines, node) for node in assigned]
     if constants:
         cells.append(nbformat.v4.new_code_cell("\n".join(constants)))
     for node in module.body:
@@ -151,6 +153,21 @@ def _docstring_markdown(module: ast.Module) -> str:
     title, _, body = ast.get_docstring(module).partition("\n")
     number, _, rest = title.partition(" - ")
     return f"# {number} · {rest}\n{body}"
+
+
+def _imports(module: ast.Module, lines: list) -> str:
+    """The script's imports in its groups (a blank line between two), without ``from
+    __future__`` and argparse, which a notebook does not need."""
+    imports = [node for node in module.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    if not imports:
+        return ""
+    dropped = {i for node in imports if not _is_import(node)
+               for i in range(node.lineno - 1, node.end_lineno)}  # fmt: skip
+    span = range(imports[0].lineno - 1, imports[-1].end_lineno)
+    text = "\n".join(lines[i] for i in span if i not in dropped)
+    while "\n\n\n" in text:
+        text = text.replace("\n\n\n", "\n\n")
+    return text.strip("\n")
 
 
 def _is_import(node) -> bool:
