@@ -196,6 +196,7 @@ def test_08_seed_claims(tmp_path):
     tied = next(row for row in qk if row["W_K"] == "tied")
     assert tied["||S - S^T|| / ||S||"] < 1e-6
 
+
 def test_make_figures_writes_what_it_is_asked_for(tmp_path):
     """docs/make_figures.py regenerates the README's figures; its fastest one here."""
     completed = subprocess.run(
