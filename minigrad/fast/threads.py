@@ -385,7 +385,7 @@ def backing_off() -> bool:
 def on_one_thread() -> bool:
     """Whether minigrad computes on one thread now (set so, or backing off): then BLAS does
     too, rather than start workers that spin on a core someone else needs."""
-    return _threads < 2 or _helper is not None and _helper.backing_off()
+    return _threads < 2 or backing_off()
 
 
 def _forget_helper() -> None:
